@@ -1,0 +1,1 @@
+"""@triton.jit code shared by the families. Host code lives outside this package."""

@@ -1,0 +1,145 @@
+"""attnkit check | bench | report | env"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+FAMILY_CHOICES = ("relbias", "sparse_int8", "mqa_decode", "merge")
+
+
+def _prepare_runtime() -> str:
+    """Pick the device; on a machine without a GPU, run Triton kernels in the interpreter. This must
+    happen before any module that defines a Triton kernel is imported."""
+    import torch
+    if torch.cuda.is_available():
+        return "cuda"
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    return "cpu"
+
+
+def _progress_factory(total: int):
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True)
+
+        def step(gate, case, rec):
+            bar.set_description(f"{gate.name} {case.id}"[:60])
+            bar.update(1)
+            if rec["status"] != "pass":
+                bar.write(f"FAIL {gate.name} {case.id}: {rec.get('reason')}")
+        return step, bar.close
+    except ImportError:
+        count = [0]
+
+        def step(gate, case, rec):
+            count[0] += 1
+            print(f"[{count[0]}/{total}] {gate.name} {case.id} {rec['status']} ({rec['seconds']}s)",
+                  file=sys.stderr, flush=True)
+        return step, lambda: None
+
+
+def cmd_check(args) -> int:
+    device = _prepare_runtime()
+    from . import env as envmod
+    from .gate.registry import gates
+    from .gate.runner import format_table, run_gate, write_jsonl
+    from .testing import shapes
+
+    tier = args.tier or ("full" if device == "cuda" else "smoke")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    selected = gates(args.family)
+    if args.gate:
+        selected = [g for g in selected if g.name in args.gate]
+    total = sum(len(shapes.cases(tier=tier, group=gr)) for g in selected if g.available(device)[0] for gr in g.groups)
+    print(f"attnkit check: {len(selected)} gate(s), {total} case(s), tier={tier}, device={device}, seed={seed}",
+          file=sys.stderr)
+    step, close = _progress_factory(total)
+    t0 = time.time()
+    results = [run_gate(g, device, tier, seed, step) for g in selected]
+    close()
+    out = Path(args.out) if args.out else Path("check-results") / f"check-{tier}-{device}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out, envmod.record(), results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
+                                                "repro": f"attnkit check --tier {tier} --seed {seed}"
+                                                + (f" --family {args.family}" if args.family else "")})
+    print(format_table(results))
+    bad = [r for r in results if r.status == "fail"]
+    skipped = [r for r in results if r.status == "skipped"]
+    print(f"\n{len(results) - len(bad) - len(skipped)} passed, {len(bad)} failed, {len(skipped)} skipped "
+          f"(a skipped gate did not run here); results: {out}; reproduce with --seed {seed}")
+    for r in bad:
+        print(f"FAILED {r.gate}: {r.reason}")
+    return 1 if bad else 0
+
+
+def cmd_env(args) -> int:
+    _prepare_runtime()
+    from . import env as envmod
+    rec = envmod.record()
+    if args.json:
+        print(json.dumps({"env": rec, "kernel_paths": envmod.kernel_paths()}, indent=2))
+        return 0
+    for k, v in rec.items():
+        print(f"{k:14s} {v}")
+    print("\nkernel paths:")
+    for p in envmod.kernel_paths():
+        print(f"  {p['path']:48s} {p['status']:18s} {p['runs']}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    device = _prepare_runtime()
+    if device != "cuda":
+        print("attnkit bench times kernels by CUDA-graph replay and needs a CUDA GPU; none is visible here.",
+              file=sys.stderr)
+        return 2
+    from .bench.harness import run_bench
+    return run_bench(args)
+
+
+def cmd_report(args) -> int:
+    from .bench.report import run_report
+    return run_report(args)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="attnkit", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    c = sub.add_parser("check", help="run every registered gate against its fp64 oracle on this machine")
+    c.add_argument("--family", choices=FAMILY_CHOICES)
+    c.add_argument("--gate", action="append", help="run only this gate (repeatable)")
+    c.add_argument("--tier", choices=("smoke", "full"), help="default: full on a GPU, smoke on a CPU")
+    c.add_argument("--seed", type=int, help="input seed (default: fresh, printed for reproduction)")
+    c.add_argument("--out", help="JSONL output path (default check-results/check-<tier>-<device>.jsonl)")
+    c.set_defaults(fn=cmd_check)
+
+    b = sub.add_parser("bench", help="time our kernels and the peers by CUDA-graph replay (GPU)")
+    b.add_argument("--family", choices=("relbias", "sparse_int8", "mqa_decode"), required=True)
+    b.add_argument("--case", action="append", help="case id (repeatable; default: the family's bench cases)")
+    b.add_argument("--provider", action="append", help="provider name (repeatable; default: all)")
+    b.add_argument("--rounds", type=int, default=15, help="alternating rounds per case (default 15)")
+    b.add_argument("--warm-l2", action="store_true", help="time on one input set (warm L2; reported as such)")
+    b.add_argument("--out", help="artifact path (default benchmarks/results/<family>-<gpu>-<date>.json)")
+    b.set_defaults(fn=cmd_bench)
+
+    r = sub.add_parser("report", help="regenerate README status tables and docs/figures from committed artifacts")
+    r.add_argument("--root", default=".", help="repository root (default .)")
+    r.set_defaults(fn=cmd_report)
+
+    e = sub.add_parser("env", help="device, versions and the kernel paths available here")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(fn=cmd_env)
+
+    args = ap.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The environment record written beside every gate result and benchmark artifact."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+
+def git_sha() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5)
+        if sha.returncode == 0:
+            return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+def device_kind() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def record() -> dict:
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:  # pragma: no cover
+        triton_version = None
+    env = {
+        "time_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_sha": git_sha(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "interpreter": os.environ.get("TRITON_INTERPRET", "0") == "1",
+        "device": device_kind(),
+    }
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        env.update(device_name=p.name, capability=f"{p.major}.{p.minor}", sm_count=p.multi_processor_count,
+                   l2_bytes=getattr(p, "L2_cache_size", None), memory_bytes=p.total_memory,
+                   cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())
+    else:
+        env.update(device_name=platform.processor() or platform.machine(), capability=None)
+    return env
+
+
+def kernel_paths() -> list[dict]:
+    """Which kernel paths exist and whether they can run here."""
+    cuda = torch.cuda.is_available()
+    interp = os.environ.get("TRITON_INTERPRET", "0") == "1"
+    where = "GPU" if cuda else ("CPU via Triton's interpreter" if interp else "CPU: set TRITON_INTERPRET=1")
+    try:
+        from torch.nn.attention import flex_attention  # noqa: F401
+        flex = "GPU (compiled)" if cuda else "CPU (eager)"
+    except ImportError:
+        flex = "unavailable"
+    try:
+        import triton.experimental.gluon  # noqa: F401
+        gluon = cuda and torch.cuda.get_device_capability(0) >= (9, 0)
+    except ImportError:
+        gluon = False
+    return [
+        {"path": "merge: Triton split-K merge", "status": "implemented", "runs": where},
+        {"path": "relbias: forward / decode kernels", "status": "not implemented", "runs": "-"},
+        {"path": "sparse_int8: prefill / split-K decode kernels", "status": "not implemented", "runs": "-"},
+        {"path": "mqa_decode: head-padded / swap-AB kernels", "status": "not implemented", "runs": "-"},
+        {"path": "peer: FlexAttention", "status": "available" if flex != "unavailable" else "unavailable", "runs": flex},
+        {"path": "peer: SDPA cuDNN / flash", "status": "available" if cuda else "GPU only", "runs": "GPU" if cuda else "-"},
+        {"path": "peer: PyTorch gather + dequantize + SDPA", "status": "available", "runs": "GPU" if cuda else "CPU"},
+        {"path": "gluon (Hopper dialect)", "status": "available" if gluon else "unavailable here", "runs": "GPU sm_90"},
+    ]

@@ -1,0 +1,153 @@
+"""The gate runner behind ``attnkit check``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import torch
+
+from ..testing import shapes
+from ..testing.baselines import BASELINES
+from ..testing.compare import compare, poison_, unwritten
+from ..testing.inputs import make_inputs
+from ..testing.oracles import ORACLES
+from .registry import Gate, gates
+
+POWER_CASES_MAX = 4  # a perturbation is tried on at most this many applicable cases, stopping at the first catch
+
+
+@dataclass
+class GateResult:
+    gate: str
+    status: str  # pass | fail | skipped
+    cases: list = field(default_factory=list)  # per-case records
+    power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n}
+    reason: str = ""
+
+    @property
+    def worst(self) -> float:
+        return max((c.get("worst_ratio", 0.0) for c in self.cases if c.get("status") == "pass"
+                    or c.get("status") == "fail"), default=0.0)
+
+
+def _to_float(x):
+    return x if x is None else x
+
+
+def _run_case(gate: Gate, case, device, seed):
+    inp = make_inputs(case, device, seed)
+    ref, ref_lse = ORACLES[case.family](inp)
+    base, base_lse = BASELINES[case.family](inp)
+    out, lse = gate.subject(inp, None)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    left = unwritten(out)
+    cmp = compare(out, ref, base, out_dtype=gate.out_dtype, lse=lse, lse_ref=ref_lse if lse is not None else None,
+                  lse_base=base_lse)
+    rec = dict(case=case.id, group=case.group, **cmp.as_dict())
+    if left:
+        rec["ok"] = False
+        rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + f"{left} output elements unwritten"
+    rec["status"] = "pass" if rec["ok"] else "fail"
+    return inp, (ref, ref_lse, base, base_lse), rec
+
+
+def _power(gate, pert, case, inp, refs):
+    ref, ref_lse, base, base_lse = refs
+    out, lse = gate.subject(inp, pert.name)
+    cmp = compare(out, ref, base, out_dtype=gate.out_dtype, lse=lse, lse_ref=ref_lse if lse is not None else None,
+                  lse_base=base_lse)
+    return (not cmp.ok) or unwritten(out) > 0, cmp
+
+
+def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None) -> GateResult:
+    ok, why = gate.available(device)
+    if not ok:
+        return GateResult(gate.name, "skipped", reason=why)
+    case_list = [c for g in gate.groups for c in shapes.cases(tier=tier, group=g)]
+    res = GateResult(gate.name, "pass")
+    power = {p.name: {"caught": False, "case": None, "tried": 0, "what": p.what} for p in gate.perturbations}
+    for case in case_list:
+        t0 = time.time()
+        try:
+            inp, refs, rec = _run_case(gate, case, device, seed)
+        except Exception as e:  # a crash is a failure with its error, not a dropped case
+            rec = dict(case=case.id, group=case.group, ok=False, status="fail",
+                       reason=f"{type(e).__name__}: {e}", traceback=traceback.format_exc(limit=4))
+            inp = refs = None
+        rec["seconds"] = round(time.time() - t0, 3)
+        res.cases.append(rec)
+        if inp is not None:
+            for p in gate.perturbations:
+                st = power[p.name]
+                if st["caught"] or st["tried"] >= POWER_CASES_MAX or not p.applies(case):
+                    continue
+                st["tried"] += 1
+                try:
+                    caught, cmp = _power(gate, p, case, inp, refs)
+                    reason = cmp.reason
+                except Exception as e:
+                    caught, reason = True, f"raised {type(e).__name__}"
+                if caught:
+                    st.update(caught=True, case=case.id, reason=reason)
+        del inp, refs
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        if progress:
+            progress(gate, case, rec)
+    res.power = power
+    failed = [c for c in res.cases if c["status"] != "pass"]
+    blind = [n for n, st in power.items() if not st["caught"]]
+    if not case_list:
+        res.status, res.reason = "skipped", f"no case at tier {tier}"
+    elif failed or blind:
+        res.status = "fail"
+        parts = []
+        if failed:
+            parts.append(f"{len(failed)} case(s) failed")
+        if blind:
+            parts.append("power check not caught: " + ", ".join(blind))
+        res.reason = "; ".join(parts)
+    return res
+
+
+def run_all(family: str | None, device: str, tier: str, seed: int, progress=None) -> list[GateResult]:
+    return [run_gate(g, device, tier, seed, progress) for g in gates(family)]
+
+
+def write_jsonl(path, env: dict, results: list[GateResult], meta: dict) -> None:
+    with open(path, "w") as f:
+        f.write(json.dumps({"kind": "env", **env, **meta}) + "\n")
+        for r in results:
+            for c in r.cases:
+                f.write(json.dumps({"kind": "case", "gate": r.gate, **{k: v for k, v in c.items()}}, default=str) + "\n")
+            for name, st in r.power.items():
+                f.write(json.dumps({"kind": "power", "gate": r.gate, "perturbation": name, **st}, default=str) + "\n")
+            f.write(json.dumps({"kind": "gate", "gate": r.gate, "status": r.status, "reason": r.reason,
+                                "cases": len(r.cases)}) + "\n")
+
+
+def format_table(results: list[GateResult]) -> str:
+    rows = [("gate", "shape family", "cases", "worst err/bound", "status")]
+    for r in results:
+        if r.status == "skipped":
+            rows.append((r.gate, "-", "0", "-", f"SKIPPED ({r.reason})"))
+            continue
+        by_group: dict = {}
+        for c in r.cases:
+            by_group.setdefault(c["group"], []).append(c)
+        for g, cs in by_group.items():
+            bad = [c for c in cs if c["status"] != "pass"]
+            worst = max((c.get("worst_ratio", float("inf")) for c in cs), default=0.0)
+            rows.append((r.gate, g, str(len(cs)), f"{worst:.2f}", "FAIL" if bad else "pass"))
+        for name, st in r.power.items():
+            rows.append((r.gate, f"power: {name}", str(st["tried"]), "-",
+                         f"caught on {st['case']}" if st["caught"] else "NOT CAUGHT"))
+    w = [max(len(x[i]) for x in rows) for i in range(5)]
+    lines = ["  ".join(x[i].ljust(w[i]) for i in range(5)) for x in rows]
+    lines.insert(1, "  ".join("-" * w[i] for i in range(5)))
+    return "\n".join(lines)

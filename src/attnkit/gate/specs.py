@@ -1,0 +1,100 @@
+"""The registered gates. Each family's kernels add their gates here; the peers are gated too, so the
+harness is proven on real code and a peer's numbers are only published when its answers are right."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import peers
+from ..testing import shapes
+from .registry import Gate, Perturbation, register
+
+RELBIAS_GROUPS = tuple(g for g in shapes.groups("relbias"))
+
+
+def _on_device(device):
+    return device
+
+
+# ------------------------------------------------------------------------------------------ relbias
+
+
+def _flex_subject(inp, perturb=None):
+    compiled = inp["q"].is_cuda  # compiled FlexAttention on a GPU (what engines run), eager on a CPU
+    return peers.relbias_flex(inp, compiled=compiled, perturb=perturb)()
+
+
+register(Gate(
+    name="relbias/flex_score_mod",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    subject=_flex_subject,
+    what="peer: FlexAttention with the bias table as score_mod and causal/window/varlen as block_mask "
+         "(compiled on a GPU, eager on a CPU)",
+    perturbations=(
+        Perturbation("bias-dropped", "score_mod left out"),
+        Perturbation("bias-shifted-kv-block", f"bias read {peers.KV_BLOCK_SHIFT} distances (one KV block) off"),
+        Perturbation("window-off-by-one", "window W treated as W + 1", lambda c: c["window"] is not None),
+        Perturbation("gqa-mixed", "query head h reads KV head h // group + 1", lambda c: c["Hkv"] > 1),
+    ),
+))
+
+
+# -------------------------------------------------------------------------------------- sparse_int8
+
+
+def _sparse_torch_subject(inp, perturb=None):
+    return peers.sparse_int8_torch(inp, perturb=perturb)()
+
+
+register(Gate(
+    name="sparse_int8/torch_dequant_sdpa",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    subject=_sparse_torch_subject,
+    what="peer: PyTorch gather + dequantize to bf16 + SDPA",
+    perturbations=(
+        Perturbation("candidate-skipped", "the first valid candidate of every row dropped", lambda c: c["N"] > 0),
+        Perturbation("key-scale-dropped", "key scales not folded into the query", lambda c: c["N"] > 0),
+    ),
+))
+
+
+# --------------------------------------------------------------------------------------- mqa_decode
+
+
+def _mqa_torch_subject(inp, perturb=None):
+    return peers.mqa_decode_torch(inp, perturb=perturb)()
+
+
+register(Gate(
+    name="mqa_decode/torch_dequant_sdpa",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    subject=_mqa_torch_subject,
+    what="peer: PyTorch record gather + dequantize to bf16 + SDPA with the sink as a zero-valued key",
+    perturbations=(
+        Perturbation("sink-dropped", "the attention sink left out of the denominator"),
+        Perturbation("rope-not-undone", "output RoPE dims not rotated back"),
+        Perturbation("scale-block-off-by-one", "each block reads its neighbour's scale"),
+    ),
+))
+
+
+# ----------------------------------------------------------------------------------- shared split-K
+
+
+def _merge_subject(inp, perturb=None):
+    from ..splitk import merge_partials
+    return merge_partials(inp["m"], inp["l"], inp["acc"], torch.float32, _lose_split=perturb == "split-lost")
+
+
+register(Gate(
+    name="merge/triton",
+    family="merge",
+    groups=("merge-splitk",),
+    subject=_merge_subject,
+    what="kernel: Triton split-K merge (attnkit.splitk.merge_partials)",
+    perturbations=(Perturbation("split-lost", "the last split left out of the merge", lambda c: c["S"] > 1),),
+    out_dtype=torch.float32,
+))

@@ -1,0 +1,53 @@
+"""Host side of the shared split-K merge: validation and launch. Kernel: attnkit._triton.merge_kernel."""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from ._runtime import check_device, require
+
+
+def _validate(m, l, acc, out_dtype):
+    for n, t in (("m", m), ("l", l), ("acc", acc)):
+        require(isinstance(t, torch.Tensor), n, "must be a tensor")
+        require(t.dtype == torch.float32, n, f"must be float32, got {t.dtype}")
+        check_device(n, t)
+    require(m.dim() == 2, "m", f"must be [S, R], got {tuple(m.shape)}")
+    require(l.shape == m.shape, "l", f"must match m's shape {tuple(m.shape)}, got {tuple(l.shape)}")
+    require(acc.dim() == 3 and acc.shape[:2] == m.shape, "acc", f"must be [S, R, D] with [S, R] = {tuple(m.shape)}, "
+            f"got {tuple(acc.shape)}")
+    require(m.shape[0] >= 1, "m", "needs at least one split")
+    require(acc.stride(-1) == 1, "acc", "last dimension must be contiguous")
+    require(m.stride() == l.stride(), "l", "must have m's strides")
+    require(l.device == m.device and acc.device == m.device, "acc", "m, l and acc must be on one device")
+    require(out_dtype in (torch.float32, torch.bfloat16, torch.float16), "out_dtype",
+            f"must be float32, bfloat16 or float16, got {out_dtype}")
+
+
+def merge_partials_into(m, l, acc, out, lse, *, _lose_split: bool = False) -> None:
+    """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation)."""
+    _validate(m, l, acc, out.dtype)
+    S, R, D = acc.shape
+    require(out.shape == (R, D) and out.stride(-1) == 1, "out", f"must be [{R}, {D}] with a contiguous last dim")
+    require(lse.shape == (R,) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
+            f"must be a contiguous float32 [{R}]")
+    if R == 0 or D == 0:
+        lse.fill_(float("-inf")) if D == 0 and R else None
+        return
+    block_d = min(triton.next_power_of_2(D), 256)
+    grid = (R, triton.cdiv(D, block_d))
+    from ._triton.merge_kernel import merge_partials_kernel
+    # _lose_split merges one split fewer: the deliberately broken variant the power check must catch
+    merge_partials_kernel[grid](m, l, acc, out, lse, S - 1 if (_lose_split and S > 1) else S, D, m.stride(0), m.stride(1), acc.stride(0), acc.stride(1),
+                                out.stride(0), BLOCK_D=block_d)
+
+
+def merge_partials(m, l, acc, out_dtype=torch.float32, *, _lose_split: bool = False):
+    """Returns (out [R, D] in out_dtype, lse [R] fp32). See attnkit.contract for the partials."""
+    _validate(m, l, acc, out_dtype)
+    S, R, D = acc.shape
+    out = torch.empty((R, D), dtype=out_dtype, device=acc.device)
+    lse = torch.empty((R,), dtype=torch.float32, device=acc.device)
+    merge_partials_into(m, l, acc, out, lse, _lose_split=_lose_split)
+    return out, lse

@@ -1,0 +1,192 @@
+"""One registry of named shape families, shared by tests, gates and benchmarks.
+
+A *shape family* is a named group of cases (``relbias-decode``, ``sparse_int8-edge`` ...). Each case
+names the tiers it runs in: ``smoke`` (small enough for Triton's interpreter on a CPU) and ``full``
+(the GPU). Test ids read like ``relbias-decode-b3-k203``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SMOKE = "smoke"
+FULL = "full"
+BENCH = "bench"  # the shapes `attnkit bench` times; every one of them is also gated at FULL
+TIERS = (SMOKE, FULL, BENCH)
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str  # relbias | sparse_int8 | mqa_decode | merge
+    group: str  # shape family name, e.g. "relbias-decode"
+    name: str  # unique within the group
+    params: dict = field(default_factory=dict, hash=False, compare=False)
+    tiers: tuple = (SMOKE, FULL)
+
+    @property
+    def id(self) -> str:
+        return f"{self.group}-{self.name}"
+
+    def __getitem__(self, k: str) -> Any:
+        return self.params[k]
+
+    def get(self, k: str, default=None):
+        return self.params.get(k, default)
+
+
+_REGISTRY: dict[str, list[Case]] = {}
+
+
+def register(case: Case) -> Case:
+    group = _REGISTRY.setdefault(case.group, [])
+    if any(c.name == case.name for c in group):
+        raise ValueError(f"duplicate case {case.id}")
+    group.append(case)
+    return case
+
+
+def groups(family: str | None = None) -> list[str]:
+    return [g for g, cs in _REGISTRY.items() if family is None or cs[0].family == family]
+
+
+def cases(family: str | None = None, tier: str = SMOKE, group: str | None = None) -> list[Case]:
+    out = []
+    for g, cs in _REGISTRY.items():
+        if group is not None and g != group:
+            continue
+        out.extend(c for c in cs if (family is None or c.family == family) and tier in c.tiers)
+    return out
+
+
+def get(case_id: str) -> Case:
+    for cs in _REGISTRY.values():
+        for c in cs:
+            if c.id == case_id:
+                return c
+    raise KeyError(case_id)
+
+
+# ------------------------------------------------------------------------------------------- relbias
+# params: seqlens_q, seqlens_k (lists), Hq, Hkv, D, E, window, beyond, dtype, kv ("bf16"|"fp8"),
+# block_size (None = contiguous varlen, else paged with a shuffled block table).
+
+
+def _rb(group, name, sq, sk, Hq=4, Hkv=2, D=64, E=64, window=None, beyond="zero", kv="bf16", block_size=None,
+        tiers=(SMOKE, FULL), dtype="bf16"):
+    register(Case("relbias", group, name, dict(seqlens_q=list(sq), seqlens_k=list(sk), Hq=Hq, Hkv=Hkv, D=D, E=E,
+                                               window=window, beyond=beyond, kv=kv, block_size=block_size,
+                                               dtype=dtype), tiers))
+
+
+# full prefill (seqlen_q == seqlen_k)
+_rb("relbias-prefill", "s1", [1], [1])
+_rb("relbias-prefill", "s113", [113], [113], E=48)
+_rb("relbias-prefill", "s203-w64", [203], [203], window=64, E=96, tiers=(FULL,))
+_rb("relbias-prefill", "s1023", [1023], [1023], Hq=8, Hkv=2, D=128, E=512, tiers=(FULL,))
+_rb("relbias-prefill", "s2048-w1024", [2048], [2048], Hq=16, Hkv=2, D=128, E=8192, window=1024, tiers=(FULL,))
+# chunked prefill (seqlen_q < seqlen_k)
+_rb("relbias-chunked", "q37-k203", [37], [203], E=96)
+_rb("relbias-chunked", "q113-k1023-w256", [113], [1023], Hq=8, Hkv=2, D=128, E=300, window=256, tiers=(FULL,))
+# decode (1 token) and speculative verify (2..16 tokens)
+_rb("relbias-decode", "b3-k203", [1, 1, 1], [203, 1, 77], E=100)
+_rb("relbias-decode", "b4-k4096", [1] * 4, [4096, 1023, 113, 2048], Hq=32, Hkv=4, D=128, E=8192, tiers=(FULL,))
+_rb("relbias-verify", "t4-k203", [4], [203], E=150, window=100)
+_rb("relbias-verify", "t16-k1023", [16, 2], [1023, 300], Hq=16, Hkv=2, D=128, E=512, tiers=(FULL,))
+# varlen batches with mixed and off-grid lengths
+_rb("relbias-varlen", "mixed3", [1, 37, 20], [1, 113, 20], E=64)
+_rb("relbias-varlen", "mixed5", [113, 1, 203, 64, 1023], [113, 300, 203, 128, 1023], Hq=8, Hkv=1, D=128, E=700,
+    tiers=(FULL,))
+# paged caches (shuffled block tables), several block sizes, a single page
+_rb("relbias-paged", "bs16-decode", [1, 1], [203, 37], block_size=16, E=128)
+_rb("relbias-paged", "bs16-one-page", [3], [9], block_size=16, E=8)
+_rb("relbias-paged", "bs64-chunked", [20, 1], [300, 64], block_size=64, Hq=8, Hkv=2, D=128, E=256, tiers=(FULL,))
+_rb("relbias-paged", "bs256-decode", [1] * 3, [1023, 513, 1], block_size=256, Hq=8, Hkv=2, D=128, E=4096,
+    tiers=(FULL,))
+# windows: W=1, W longer than the sequence; extents: E=1, E shorter than W, E longer than the sequence
+_rb("relbias-window", "w1", [37], [37], window=1, E=16)
+_rb("relbias-window", "w-longer-than-seq", [20], [50], window=1000, E=64)
+_rb("relbias-extent", "e1", [30], [30], E=1)
+_rb("relbias-extent", "e-lt-window-clamp", [40], [90], E=8, window=32, beyond="clamp")
+_rb("relbias-extent", "e-gt-seq", [25], [25], E=4096)
+# GQA ratios 1..16 and each head dim
+_rb("relbias-gqa", "g1", [9], [40], Hq=2, Hkv=2)
+_rb("relbias-gqa", "g16", [9], [40], Hq=16, Hkv=1, D=64, tiers=(FULL,))
+_rb("relbias-gqa", "g8-d256", [5], [70], Hq=8, Hkv=1, D=256, tiers=(FULL,))
+_rb("relbias-headdim", "d128", [17], [33], D=128)
+_rb("relbias-headdim", "d256", [9], [33], Hq=2, Hkv=1, D=256, tiers=(FULL,))
+# fp8 KV
+_rb("relbias-fp8", "decode-b2", [1, 1], [70, 200], kv="fp8", E=64)
+_rb("relbias-fp8", "paged-verify", [8, 1], [1023, 257], kv="fp8", block_size=64, Hq=16, Hkv=2, D=128, E=8192,
+    tiers=(FULL,))
+# deep decode: 64K keys, only the newest inside the extent
+_rb("relbias-deep", "decode-64k", [1, 1], [65536, 65000], Hq=16, Hkv=2, D=128, E=8192, tiers=(FULL,))
+
+# model shapes of the performance targets (Hq=64, Hkv=8, D=128, E=8192, beyond="zero", bf16):
+# benchmarked, and gated at FULL so the parity gate covers the very shapes that are timed.
+_M = dict(Hq=64, Hkv=8, D=128, E=8192, tiers=(FULL, BENCH))
+_rb("relbias-model", "prefill-8k-global", [8192], [8192], **_M)
+_rb("relbias-model", "prefill-8k-w1024", [8192], [8192], window=1024, **_M)
+_rb("relbias-model", "decode-b1-64k", [1], [65536], **_M)
+_rb("relbias-model", "decode-b32-64k", [1] * 32, [65536] * 32, **_M)
+_rb("relbias-model", "decode-b32-8k", [1] * 32, [8192] * 32, **_M)
+_rb("relbias-model", "verify32-64k", [32], [65536], **_M)
+_rb("relbias-model", "varlen-mixed", [4096, 2048, 1023, 1024, 513, 203, 113, 1],
+    [4096, 2048, 1023, 1024, 513, 203, 113, 1], **_M)
+_rb("relbias-model", "paged-decode-b32-8k-bs16", [1] * 32, [8192] * 32, block_size=16, **_M)
+_rb("relbias-model", "paged-decode-b32-8k-bs64", [1] * 32, [8192] * 32, block_size=64, **_M)
+_rb("relbias-model", "fp8-decode-b32-8k", [1] * 32, [8192] * 32, kv="fp8", **_M)
+
+# ----------------------------------------------------------------------------------------- sparse_int8
+# params: T, Hq, Hkv, D, C, N, invalid (fraction of -1 entries), layout ("shared"|"per_head"),
+# strided (cache is a slice of a larger cache), dup (allow duplicates), splits (forced split count)
+
+
+def _si(group, name, T, Hq, Hkv, D, C, N, invalid=0.1, layout="shared", strided=False, splits=None,
+        tiers=(SMOKE, FULL), **extra):
+    register(Case("sparse_int8", group, name, dict(T=T, Hq=Hq, Hkv=Hkv, D=D, C=C, N=N, invalid=invalid, layout=layout,
+                                                   strided=strided, splits=splits, **extra), tiers))
+
+
+_si("sparse_int8-decode", "r1-g4-n65", 1, 4, 1, 64, 300, 65)
+_si("sparse_int8-decode", "r3-g6-n509-perhead", 3, 12, 2, 64, 1000, 509, layout="per_head")
+_si("sparse_int8-decode", "r8-g12-n2112", 8, 24, 2, 128, 4096, 2112, tiers=(FULL,))
+_si("sparse_int8-decode", "r16-g16-n8192-strided", 16, 16, 1, 256, 16384, 8192, strided=True, tiers=(FULL,))
+_si("sparse_int8-prefill", "r128-g1-n64", 128, 2, 2, 64, 500, 64, tiers=(FULL,))
+_si("sparse_int8-prefill", "r20-g4-n63", 20, 4, 1, 64, 200, 63)
+_si("sparse_int8-prefill", "r128-g12-n2048", 128, 24, 2, 256, 8192, 2048, tiers=(FULL,))
+_si("sparse_int8-edge", "n0", 3, 4, 1, 64, 50, 0)
+_si("sparse_int8-edge", "all-invalid-rows", 4, 4, 2, 64, 50, 17, invalid=1.0)
+_si("sparse_int8-edge", "n1-strided", 2, 4, 1, 64, 50, 1, strided=True)
+_si("sparse_int8-edge", "big-cache", 2, 2, 1, 64, (1 << 20) + 3, 64, tiers=(FULL,))
+_si("sparse_int8-model", "ort-decode-r1", 1, 24, 2, 256, 8192, 2048, scale=1 / 16, model=True, tiers=(FULL,))
+_si("sparse_int8-model", "ort-decode-r8", 8, 24, 2, 256, 32768, 2048, scale=1 / 16, model=True, tiers=(FULL,))
+
+# ------------------------------------------------------------------------------------------ mqa_decode
+# params: T, H, H_pad, fmt ("fp8"|"nvfp4"), page_size, W, K, partial (fraction of -1 slots)
+
+
+def _mq(group, name, T, H, H_pad, fmt, page_size, W=128, K=512, partial=0.0, tiers=(SMOKE, FULL)):
+    register(Case("mqa_decode", group, name, dict(T=T, H=H, H_pad=H_pad, fmt=fmt, page_size=page_size, W=W, K=K,
+                                                  partial=partial), tiers))
+
+
+_mq("mqa_decode-small", "t1-h16-fp8", 1, 16, 64, "fp8", 64, W=16, K=32, partial=0.25)
+_mq("mqa_decode-small", "t2-h32-nvfp4", 2, 32, 64, "nvfp4", 64, W=16, K=48)
+_mq("mqa_decode-model", "t1-h16-fp8", 1, 16, 64, "fp8", 64, tiers=(FULL,))
+_mq("mqa_decode-model", "t5-h32-nvfp4-partial", 5, 32, 64, "nvfp4", 128, partial=0.3, tiers=(FULL,))
+_mq("mqa_decode-model", "t16-h64-fp8", 16, 64, 64, "fp8", 128, tiers=(FULL,))
+
+# -------------------------------------------------------------------------------- merge (shared split-K)
+# params: S (splits), rows, D, empty (fraction of empty splits), all_empty_rows
+
+
+def _mg(name, S, rows, D, empty=0.0, all_empty_rows=0, tiers=(SMOKE, FULL)):
+    register(Case("merge", "merge-splitk", name, dict(S=S, rows=rows, D=D, empty=empty, all_empty_rows=all_empty_rows),
+                  tiers))
+
+
+_mg("s1-r3-d64", 1, 3, 64)
+_mg("s4-r17-d128-empty", 4, 17, 128, empty=0.3, all_empty_rows=2)
+_mg("s7-r5-d256", 7, 5, 256, empty=0.2)
+_mg("s32-r512-d512", 32, 512, 512, empty=0.1, all_empty_rows=3, tiers=(FULL,))
