@@ -56,6 +56,12 @@ def cmd_check(args) -> int:
     selected = gates(args.family)
     if args.gate:
         selected = [g for g in selected if g.name in args.gate]
+    if args.group or args.skip_group:
+        import dataclasses
+        keep = lambda gr: ((not args.group or any(gr.startswith(x) for x in args.group))  # noqa: E731
+                           and not any(gr.startswith(x) for x in (args.skip_group or [])))
+        selected = [dataclasses.replace(g, groups=tuple(gr for gr in g.groups if keep(gr))) for g in selected]
+        selected = [g for g in selected if g.groups]
     total = sum(len(shapes.cases(tier=tier, group=gr)) for g in selected if g.available(device)[0] for gr in g.groups)
     print(f"attnkit check: {len(selected)} gate(s), {total} case(s), tier={tier}, device={device}, seed={seed}",
           file=sys.stderr)
@@ -116,6 +122,8 @@ def main(argv=None) -> int:
     c.add_argument("--family", choices=FAMILY_CHOICES)
     c.add_argument("--gate", action="append", help="run only this gate (repeatable)")
     c.add_argument("--tier", choices=("smoke", "full"), help="default: full on a GPU, smoke on a CPU")
+    c.add_argument("--group", action="append", help="only shape families starting with this (repeatable)")
+    c.add_argument("--skip-group", action="append", help="leave out shape families starting with this (repeatable)")
     c.add_argument("--seed", type=int, help="input seed (default: fresh, printed for reproduction)")
     c.add_argument("--out", help="JSONL output path (default check-results/check-<tier>-<device>.jsonl)")
     c.set_defaults(fn=cmd_check)

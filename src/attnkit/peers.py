@@ -34,6 +34,13 @@ def _flex(compiled: bool):
         warnings.filterwarnings("ignore", message="return_lse is deprecated")
         return flex_attention
     if _FLEX_COMPILED is None:
+        # Every shape and score_mod closure is a recompile; past dynamo's default limit (8) it would
+        # silently run the unfused eager path and time that instead. Raise the limits.
+        import torch._dynamo.config as dcfg
+        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(dcfg, knob):
+                setattr(dcfg, knob, max(getattr(dcfg, knob), 4096))
         _FLEX_COMPILED = torch.compile(flex_attention, dynamic=False)
     return _FLEX_COMPILED
 

@@ -184,8 +184,11 @@ def make_sparse_int8(case: Case, device="cpu", seed: int = 0) -> dict:
         return codes
 
     k_cache, v_cache = cache(), cache()
+    # Model cases: scales up to 0.285 (ONNX Runtime's model data). Other cases: key scales that give
+    # logits of standard deviation ~1, so that every candidate carries weight and a skipped one shows.
     hi = 0.285
-    key_scale = (torch.rand((Hkv, D), generator=gen, device=gen.device) * (hi - 0.01) + 0.01).float()
+    k_hi = hi if p.get("model") else 0.4 / math.sqrt(D)
+    key_scale = (torch.rand((Hkv, D), generator=gen, device=gen.device) * (k_hi - 0.001) + 0.001).float()
     value_scale = (torch.rand((Hkv, D), generator=gen, device=gen.device) * (hi - 0.01) + 0.01).float()
     idx = topk_indices(T, N, C, gen, invalid=p["invalid"], Hkv=Hkv if p["layout"] == "per_head" else None)
     out = dict(q=q, k_cache=k_cache, v_cache=v_cache, key_scale=key_scale, value_scale=value_scale, indices=idx,

@@ -1,0 +1,60 @@
+"""The providers registry: our kernels and the peers users would pick instead, per family.
+
+Each provider's ``prepare(inp)`` plans outside the timed region and returns ``run()``, the per-step
+work that is captured in a CUDA graph and timed. A provider that cannot take a shape raises, and the
+harness records the failure with its error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import peers
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    family: str
+    kind: str  # "ours" | "peer" | "floor" (a kernel without the feature: the floor a feature can approach)
+    what: str
+    prepare: Callable
+
+
+PROVIDERS: dict[str, list[Provider]] = {
+    "relbias": [
+        Provider("flex_score_mod", "relbias", "peer",
+                 "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
+                 "paged / fp8 KV gathered and dequantized per step",
+                 lambda inp: peers.relbias_flex(inp, bias=True, compiled=True)),
+        Provider("flex_nobias", "relbias", "floor", "FlexAttention (torch.compile), same masks, no bias",
+                 lambda inp: peers.relbias_flex(inp, bias=False, compiled=True)),
+        Provider("sdpa_cudnn_nobias", "relbias", "floor", "SDPA cuDNN backend, no bias (no window, no varlen)",
+                 lambda inp: peers.relbias_sdpa(inp, backend="cudnn")),
+        Provider("sdpa_flash_nobias", "relbias", "floor", "SDPA flash backend, no bias (no window, no varlen)",
+                 lambda inp: peers.relbias_sdpa(inp, backend="flash")),
+        Provider("sdpa_bias_mask", "relbias", "peer",
+                 "SDPA (efficient backend) with the bias materialized per step as a float mask [Hq, Lq, Lk]",
+                 lambda inp: peers.relbias_sdpa(inp, backend="efficient", bias=True)),
+    ],
+    "sparse_int8": [
+        Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
+                 lambda inp: peers.sparse_int8_torch(inp)),
+    ],
+    "mqa_decode": [
+        Provider("torch_dequant_sdpa", "mqa_decode", "peer",
+                 "PyTorch record gather + dequantize to bf16 + SDPA (sink as a zero-valued key)",
+                 lambda inp: peers.mqa_decode_torch(inp)),
+    ],
+}
+
+
+def providers(family: str, names=None) -> list[Provider]:
+    ps = PROVIDERS[family]
+    if names:
+        unknown = set(names) - {p.name for p in ps}
+        if unknown:
+            raise ValueError(f"unknown provider(s) for {family}: {sorted(unknown)}; known: {[p.name for p in ps]}")
+        ps = [p for p in ps if p.name in names]
+    return ps

@@ -1,0 +1,22 @@
+"""What exists, per family: the kernel paths and whether they are implemented. ``attnkit report``
+renders this into the README; keep it true (the tests check that an implemented path has a gate)."""
+
+KERNEL_PATHS = {
+    "sparse_int8": [
+        ("prefill (many rows)", "not implemented"),
+        ("split-K decode (1-16 rows) + merge", "not implemented"),
+    ],
+    "mqa_decode": [
+        ("head-padded (heads on M, padded to 64)", "not implemented"),
+        ("swap-AB (slots on M, 16 / 32 live heads on N)", "not implemented"),
+        ("record writer (fp8 / nvfp4)", "not implemented"),
+    ],
+    "relbias": [
+        ("forward: prefill / chunked / varlen / paged", "not implemented"),
+        ("decode / verify (split-K + merge)", "not implemented"),
+        ("paged KV writer (fp8 quantizing)", "not implemented"),
+    ],
+    "merge": [
+        ("Triton split-K merge (shared by the decode kernels)", "implemented"),
+    ],
+}

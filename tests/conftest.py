@@ -1,0 +1,27 @@
+import os
+
+import torch
+
+# Kernels run in Triton's interpreter on a machine without a GPU; this must be set before any module
+# that defines a Triton kernel is imported.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+# Kernels run where they can: on the GPU when there is one, else in the interpreter on the CPU.
+DEVICES = ["cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (this run has none: not a pass)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,61 @@
+"""The gate runner: every registered gate passes at the smoke tier here and each of its power checks
+is caught; and the runner fails a gate that is wrong or blind."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from attnkit.gate.registry import Gate, Perturbation, gates
+from attnkit.gate.runner import format_table, run_gate, write_jsonl
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="on a GPU the gates run at full tier through `attnkit check --tier full` instead")
+@pytest.mark.parametrize("gate", gates(), ids=lambda g: g.name)
+def test_registered_gate_passes_and_catches_its_perturbations(gate):
+    res = run_gate(gate, DEVICE, "smoke", seed=1234)
+    assert res.status == "pass", res.reason
+    assert res.cases, "a gate with no case at the smoke tier proves nothing here"
+    for name, st in res.power.items():
+        assert st["caught"], f"power check {name} not caught"
+
+
+def _merge_gate():
+    return next(g for g in gates("merge") if g.name == "merge/triton")
+
+
+def test_runner_fails_a_wrong_subject():
+    g = _merge_gate()
+    wrong = dataclasses.replace(g, name="merge/wrong", subject=lambda inp, p=None: g.subject(inp, "split-lost"))
+    res = run_gate(wrong, DEVICE, "smoke", seed=1)
+    assert res.status == "fail" and "failed" in res.reason
+
+
+def test_runner_fails_a_blind_gate():
+    g = _merge_gate()
+    blind = dataclasses.replace(g, name="merge/blind", perturbations=(
+        Perturbation("no-op", "a perturbation that changes nothing"),))
+    blind = dataclasses.replace(blind, subject=lambda inp, p=None: g.subject(inp, None))
+    res = run_gate(blind, DEVICE, "smoke", seed=1)
+    assert res.status == "fail" and "not caught" in res.reason
+
+
+def test_runner_records_a_crash_as_failure():
+    def boom(inp, p=None):
+        raise RuntimeError("kernel exploded")
+    g = dataclasses.replace(_merge_gate(), name="merge/crash", subject=boom)
+    res = run_gate(g, DEVICE, "smoke", seed=1)
+    assert res.status == "fail" and all("kernel exploded" in c["reason"] for c in res.cases)
+
+
+def test_runner_skips_cuda_gates_without_gpu_and_says_so(tmp_path):
+    g = dataclasses.replace(_merge_gate(), name="merge/cuda-only", needs="cuda")
+    res = run_gate(g, "cpu", "smoke", seed=1)
+    assert res.status == "skipped" and "CUDA" in res.reason
+    table = format_table([res])
+    assert "SKIPPED" in table
+    write_jsonl(tmp_path / "r.jsonl", {"device": "cpu"}, [res], {"tier": "smoke"})
+    assert '"status": "skipped"' in (tmp_path / "r.jsonl").read_text()
