@@ -12,6 +12,10 @@ import torch
 
 
 def git_sha() -> str:
+    """HEAD of the checkout (``-dirty`` with uncommitted changes); ATTNKIT_GIT_SHA overrides it for a
+    copy of the tree that has no .git."""
+    if os.environ.get("ATTNKIT_GIT_SHA"):
+        return os.environ["ATTNKIT_GIT_SHA"]
     here = Path(__file__).resolve().parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)

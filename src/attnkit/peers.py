@@ -71,8 +71,9 @@ def _relbias_contiguous(inp):
 def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb: str | None = None):
     """FlexAttention with the bias as ``score_mod`` and causal/window/varlen as ``block_mask``.
 
-    Sequences are packed into one batch row with document ids (vLLM's FlexAttention layout); paged and
-    fp8 caches are gathered and dequantized inside ``run`` (per step work a user pays).
+    Sequences of equal lengths form a plain batch (positions from the tile indices); a varlen batch is
+    packed into one row with document ids (vLLM's FlexAttention layout). Paged and fp8 caches are
+    gathered and dequantized inside ``run`` (per-step work a user pays).
     perturb: None | "bias-dropped" | "bias-shifted-kv-block" | "window-off-by-one" | "gqa-mixed".
     """
     from torch.nn.attention.flex_attention import create_block_mask
@@ -101,22 +102,42 @@ def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb
     beyond = inp["beyond"]
     shift = KV_BLOCK_SHIFT if perturb == "bias-shifted-kv-block" else 0
 
-    def mask_mod(b, h, qi, ki):
-        d = q_pos[qi] - k_pos[ki]
-        ok = (q_doc[qi] == k_doc[ki]) & (d >= 0)
-        if window is not None:
-            ok = ok & (d < window)
-        return ok
+    lq_l, lk_l = lq.tolist(), lk.tolist()
+    batched = len(set(lq_l)) == 1 and len(set(lk_l)) == 1  # equal lengths: a plain batch, no document ids
+    off = lk_l[0] - lq_l[0] if batched else 0
+
+    if batched:  # the simplest form a user writes: positions from the tile indices and one constant
+        def mask_mod(b, h, qi, ki):
+            d = qi + off - ki
+            ok = d >= 0
+            if window is not None:
+                ok = ok & (d < window)
+            return ok
+
+        def distance(qi, ki):
+            return qi + off - ki
+    else:
+        def mask_mod(b, h, qi, ki):
+            d = q_pos[qi] - k_pos[ki]
+            ok = (q_doc[qi] == k_doc[ki]) & (d >= 0)
+            if window is not None:
+                ok = ok & (d < window)
+            return ok
+
+        def distance(qi, ki):
+            return q_pos[qi] - k_pos[ki]
 
     def score_mod(score, b, h, qi, ki):
-        d = q_pos[qi] - k_pos[ki] + shift
+        d = distance(qi, ki) + shift
         val = table[h, d.clamp(0, E - 1)]
         if beyond == "zero":
             val = torch.where(d < E, val, torch.zeros_like(val))
         return score + val
 
     use_bias = bias and perturb != "bias-dropped"
-    bm = create_block_mask(mask_mod, 1, None, total_q, total_k, device=dev, _compile=compiled)
+    B = len(lq_l) if batched else 1
+    Lq_, Lk_ = (lq_l[0], lk_l[0]) if batched else (total_q, total_k)
+    bm = create_block_mask(mask_mod, B, None, Lq_, Lk_, device=dev, _compile=compiled)
     fn = _flex(compiled)
     scale = float(inp["softmax_scale"])
     Hkv_perm = None
@@ -128,11 +149,11 @@ def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb
         k, v, _ = _relbias_contiguous(inp)
         if Hkv_perm is not None:
             k, v = k[:, Hkv_perm], v[:, Hkv_perm]
-        qq = q.transpose(0, 1).unsqueeze(0)
-        kk = k.transpose(0, 1).unsqueeze(0)
-        vv = v.transpose(0, 1).unsqueeze(0)
+        qq = q.view(B, Lq_, Hq, D).transpose(1, 2)
+        kk = k.view(B, Lk_, k.shape[1], D).transpose(1, 2)
+        vv = v.view(B, Lk_, v.shape[1], D).transpose(1, 2)
         o, lse = _flex_call(fn, qq, kk, vv, score_mod if use_bias else None, bm, scale)
-        return o[0].transpose(0, 1), lse[0].transpose(0, 1)
+        return o.transpose(1, 2).reshape(-1, Hq, D), lse.transpose(1, 2).reshape(-1, Hq)
 
     return run
 
@@ -180,7 +201,11 @@ def relbias_sdpa(inp: dict, *, backend: str, bias: bool = False):
         qq = q.view(B, Lq, Hq, D).transpose(1, 2)
         kk = k.view(B, Lk, -1, D).transpose(1, 2)
         vv = v.view(B, Lk, -1, D).transpose(1, 2)
-        with sdpa_kernel([be]):
+        if bias and kk.shape[1] != Hq:  # the efficient backend takes no GQA: expand the KV heads
+            kk = kk.repeat_interleave(Hq // kk.shape[1], dim=1)
+            vv = vv.repeat_interleave(Hq // vv.shape[1], dim=1)
+        with sdpa_kernel([be]), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             o = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=mask, is_causal=causal, scale=scale,
                                                enable_gqa=kk.shape[1] != Hq)
         return o.transpose(1, 2).reshape(B * Lq, Hq, D), None

@@ -35,7 +35,8 @@ PROVIDERS: dict[str, list[Provider]] = {
         Provider("sdpa_flash_nobias", "relbias", "floor", "SDPA flash backend, no bias (no window, no varlen)",
                  lambda inp: peers.relbias_sdpa(inp, backend="flash")),
         Provider("sdpa_bias_mask", "relbias", "peer",
-                 "SDPA (efficient backend) with the bias materialized per step as a float mask [Hq, Lq, Lk]",
+                 "SDPA (efficient backend) with the bias materialized per step as a bf16 mask [Hq, Lq, Lk] and the "
+                 "KV heads expanded (the backend takes no GQA)",
                  lambda inp: peers.relbias_sdpa(inp, backend="efficient", bias=True)),
     ],
     "sparse_int8": [

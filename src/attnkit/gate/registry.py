@@ -32,6 +32,10 @@ class Gate:
     perturbations: tuple = field(default_factory=tuple)
     needs: str = "any"  # "any": CPU (interpreter / eager) or GPU; "cuda": GPU only
     out_dtype: torch.dtype = torch.bfloat16
+    wants_case: bool = False  # subject(inp, perturb, case=case)
+
+    def call(self, inp, perturb, case):
+        return self.subject(inp, perturb, case=case) if self.wants_case else self.subject(inp, perturb)
 
     def available(self, device: str):
         if self.needs == "cuda" and device != "cuda":

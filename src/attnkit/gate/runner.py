@@ -42,7 +42,7 @@ def _run_case(gate: Gate, case, device, seed):
     inp = make_inputs(case, device, seed)
     ref, ref_lse = ORACLES[case.family](inp)
     base, base_lse = BASELINES[case.family](inp)
-    out, lse = gate.subject(inp, None)
+    out, lse = gate.call(inp, None, case)
     if device == "cuda":
         torch.cuda.synchronize()
     left = unwritten(out)
@@ -58,7 +58,7 @@ def _run_case(gate: Gate, case, device, seed):
 
 def _power(gate, pert, case, inp, refs):
     ref, ref_lse, base, base_lse = refs
-    out, lse = gate.subject(inp, pert.name)
+    out, lse = gate.call(inp, pert.name, case)
     cmp = compare(out, ref, base, out_dtype=gate.out_dtype, lse=lse, lse_ref=ref_lse if lse is not None else None,
                   lse_base=base_lse)
     return (not cmp.ok) or unwritten(out) > 0, cmp
