@@ -126,7 +126,8 @@ def test_committed_readme_is_what_report_generates(tmp_path):
     """The README's status tables are generated: regenerating them from the committed artifacts
     changes nothing."""
     pytest.importorskip("matplotlib")
-    shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
+    if (ROOT / "benchmarks").exists():
+        shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
 
     class A:

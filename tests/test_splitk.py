@@ -51,18 +51,27 @@ def test_merge_power_check_lost_split_is_caught(device):
     (lambda m, l, a: (m[:0], l[:0], a[:0]), "at least one split"),
     (lambda m, l, a: (m, l, a.transpose(1, 2)), "acc"),
 ])
-def test_merge_rejects_bad_input(bad, match):
-    inp = make_inputs(shapes.get("merge-splitk-s1-r3-d64"), "cpu", seed=0)
+def test_merge_rejects_bad_input(bad, match, device):
+    inp = make_inputs(shapes.get("merge-splitk-s1-r3-d64"), device, seed=0)
     with pytest.raises(ValueError, match=match):
         merge_partials(*bad(inp["m"], inp["l"], inp["acc"]))
 
 
-def test_merge_rejects_bad_out_dtype_and_buffers():
-    inp = make_inputs(shapes.get("merge-splitk-s1-r3-d64"), "cpu", seed=0)
+def test_merge_rejects_bad_out_dtype_and_buffers(device):
+    inp = make_inputs(shapes.get("merge-splitk-s1-r3-d64"), device, seed=0)
     with pytest.raises(ValueError, match="out_dtype"):
         merge_partials(inp["m"], inp["l"], inp["acc"], torch.int32)
     with pytest.raises(ValueError, match="lse"):
-        merge_partials_into(inp["m"], inp["l"], inp["acc"], torch.empty(3, 64), torch.empty(3, dtype=torch.float64))
+        merge_partials_into(inp["m"], inp["l"], inp["acc"], torch.empty(3, 64, device=device),
+                            torch.empty(3, dtype=torch.float64, device=device))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU error of a machine without a GPU")
+def test_merge_on_cpu_without_interpreter_says_why(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    inp = make_inputs(shapes.get("merge-splitk-s1-r3-d64"), "cpu", seed=0)
+    with pytest.raises(ValueError, match="m is on cpu"):
+        merge_partials(inp["m"], inp["l"], inp["acc"])
 
 
 def test_merge_custom_ops(device):

@@ -32,7 +32,7 @@ def _progress_factory(total: int):
             bar.set_description(f"{gate.name} {case.id}"[:60])
             bar.update(1)
             if rec["status"] != "pass":
-                bar.write(f"FAIL {gate.name} {case.id}: {rec.get('reason')}")
+                bar.write(f"{rec['status'].upper()} {gate.name} {case.id}: {str(rec.get('reason'))[:300]}")
         return step, bar.close
     except ImportError:
         count = [0]

@@ -238,6 +238,7 @@ def sparse_int8_torch(inp: dict, *, perturb: str | None = None):
     g = torch.arange(Hkv, device=q.device).view(1, Hkv, 1).expand_as(safe)
     ks = torch.ones_like(inp["key_scale"]) if perturb == "key-scale-dropped" else inp["key_scale"]
     mask = valid.view(T * Hkv, 1, 1, -1)
+    any_valid = valid.any(-1).view(T * Hkv, 1, 1, 1)
     scale = float(inp["scale"])
 
     def run():
@@ -246,7 +247,9 @@ def sparse_int8_torch(inp: dict, *, perturb: str | None = None):
         qq = q.view(T * Hkv, 1, group, D)
         o = F.scaled_dot_product_attention(qq, kd.view(T * Hkv, 1, -1, D), vd.view(T * Hkv, 1, -1, D),
                                            attn_mask=mask, scale=scale)
-        o = torch.nan_to_num(o, nan=0.0)  # rows with no valid candidate: SDPA gives NaN, the contract 0
+        # rows with no valid candidate: SDPA gives NaN on a CPU and an arbitrary row on a GPU
+        # (seen on an H200, torch 2.11); the contract says 0
+        o = torch.where(any_valid, o, torch.zeros((), dtype=o.dtype, device=o.device))
         return o.view(T, Hq, D), None
 
     return run

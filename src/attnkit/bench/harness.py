@@ -186,20 +186,24 @@ def run_bench(args) -> int:
     ceilings = measure_ceilings()
     env.update(ceilings)
     l2 = env.get("l2_bytes") or (50 << 20)
-    rows = []
-    for i, c in enumerate(cs):
-        print(f"[{i + 1}/{len(cs)}] {c.id}", file=sys.stderr, flush=True)
-        rows.extend(bench_case(c, provs, rounds=args.rounds, warm_l2=args.warm_l2, ceilings=ceilings, l2_bytes=l2,
-                               log=lambda m: print(m, file=sys.stderr, flush=True)))
     gpu = (env.get("device_name") or "gpu").replace("NVIDIA ", "").replace(" ", "-").lower()
     out = Path(args.out) if args.out else Path("benchmarks/results") / f"{fam}-{gpu}-{env['time_utc'][:10]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     repro = f"attnkit bench --family {fam} --rounds {args.rounds}" + (" --warm-l2" if args.warm_l2 else "")
     repro += "".join(f" --case {c.id}" for c in (cs if args.case else []))
     repro += "".join(f" --provider {p}" for p in (args.provider or []))
-    artifact = {"schema": 1, "env": env, "repro": repro,
-                "providers": {p.name: {"kind": p.kind, "what": p.what} for p in provs}, "rows": rows}
-    out.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")
+    rows = []
+
+    def write(complete):
+        artifact = {"schema": 1, "env": env, "repro": repro, "complete": complete,
+                    "providers": {p.name: {"kind": p.kind, "what": p.what} for p in provs}, "rows": rows}
+        out.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")
+
+    for i, c in enumerate(cs):
+        print(f"[{i + 1}/{len(cs)}] {c.id}", file=sys.stderr, flush=True)
+        rows.extend(bench_case(c, provs, rounds=args.rounds, warm_l2=args.warm_l2, ceilings=ceilings, l2_bytes=l2,
+                               log=lambda m: print(m, file=sys.stderr, flush=True)))
+        write(complete=i + 1 == len(cs))  # after every case: a run cut short keeps what it measured
     print(format_rows(rows))
     print(f"\nartifact: {out}")
     return 0

@@ -33,6 +33,8 @@ class Gate:
     needs: str = "any"  # "any": CPU (interpreter / eager) or GPU; "cuda": GPU only
     out_dtype: torch.dtype = torch.bfloat16
     wants_case: bool = False  # subject(inp, perturb, case=case)
+    kind: str = "kernel"  # "kernel": ours, an exception fails the case; "peer": an exception on a shape
+    #                       means the peer cannot take it ("unsupported", recorded with its error)
 
     def call(self, inp, perturb, case):
         return self.subject(inp, perturb, case=case) if self.wants_case else self.subject(inp, perturb)

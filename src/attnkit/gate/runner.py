@@ -75,9 +75,10 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None) -> Ga
         t0 = time.time()
         try:
             inp, refs, rec = _run_case(gate, case, device, seed)
-        except Exception as e:  # a crash is a failure with its error, not a dropped case
-            rec = dict(case=case.id, group=case.group, ok=False, status="fail",
-                       reason=f"{type(e).__name__}: {e}", traceback=traceback.format_exc(limit=4))
+        except Exception as e:  # recorded with its error, never dropped
+            status = "unsupported" if gate.kind == "peer" else "fail"  # a peer that cannot take a shape
+            rec = dict(case=case.id, group=case.group, ok=False, status=status,
+                       reason=f"{type(e).__name__}: {str(e)[:2000]}", traceback=traceback.format_exc(limit=4)[-4000:])
             inp = refs = None
         rec["seconds"] = round(time.time() - t0, 3)
         res.cases.append(rec)
@@ -100,7 +101,7 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None) -> Ga
         if progress:
             progress(gate, case, rec)
     res.power = power
-    failed = [c for c in res.cases if c["status"] != "pass"]
+    failed = [c for c in res.cases if c["status"] == "fail"]
     blind = [n for n, st in power.items() if not st["caught"]]
     if not case_list:
         res.status, res.reason = "skipped", f"no case at tier {tier}"
@@ -141,9 +142,14 @@ def format_table(results: list[GateResult]) -> str:
         for c in r.cases:
             by_group.setdefault(c["group"], []).append(c)
         for g, cs in by_group.items():
-            bad = [c for c in cs if c["status"] != "pass"]
-            worst = max((c.get("worst_ratio", float("inf")) for c in cs), default=0.0)
-            rows.append((r.gate, g, str(len(cs)), f"{worst:.2f}", "FAIL" if bad else "pass"))
+            bad = [c for c in cs if c["status"] == "fail"]
+            unsup = [c for c in cs if c["status"] == "unsupported"]
+            ran = [c for c in cs if c["status"] != "unsupported"]
+            worst = max((c.get("worst_ratio", float("inf")) for c in ran), default=0.0)
+            st = "FAIL" if bad else "pass"
+            if unsup:
+                st += f" ({len(unsup)} unsupported by the peer: " + ", ".join(c["case"].replace(g + "-", "") for c in unsup) + ")"
+            rows.append((r.gate, g, str(len(cs)), f"{worst:.2f}" if ran else "-", st))
         for name, st in r.power.items():
             rows.append((r.gate, f"power: {name}", str(st["tried"]), "-",
                          f"caught on {st['case']}" if st["caught"] else "NOT CAUGHT"))

@@ -34,6 +34,7 @@ register(Gate(
     what="peer: FlexAttention with the bias table as score_mod and causal/window/varlen as block_mask "
          "(compiled on the benchmarked shapes on a GPU, eager elsewhere)",
     wants_case=True,
+    kind="peer",
     perturbations=(
         Perturbation("bias-dropped", "score_mod left out"),
         Perturbation("bias-shifted-kv-block", f"bias read {peers.KV_BLOCK_SHIFT} distances (one KV block) off"),
@@ -56,6 +57,7 @@ register(Gate(
     groups=tuple(shapes.groups("sparse_int8")),
     subject=_sparse_torch_subject,
     what="peer: PyTorch gather + dequantize to bf16 + SDPA",
+    kind="peer",
     perturbations=(
         Perturbation("candidate-skipped", "the first valid candidate of every row dropped", lambda c: c["N"] > 0),
         Perturbation("key-scale-dropped", "key scales not folded into the query", lambda c: c["N"] > 0),
@@ -76,6 +78,7 @@ register(Gate(
     groups=tuple(shapes.groups("mqa_decode")),
     subject=_mqa_torch_subject,
     what="peer: PyTorch record gather + dequantize to bf16 + SDPA with the sink as a zero-valued key",
+    kind="peer",
     perturbations=(
         Perturbation("sink-dropped", "the attention sink left out of the denominator"),
         Perturbation("rope-not-undone", "output RoPE dims not rotated back"),
