@@ -55,17 +55,42 @@ def _flex_call(fn, q, k, v, score_mod, block_mask, scale):
         return fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=True, return_lse=True)
 
 
-def _relbias_contiguous(inp):
-    """(k, v, cu_seqlens_k) contiguous and dequantized to q's dtype: what a user does first."""
+def _kv_plan(inp):
+    """Plan (host, outside the timing) and return ``get_kv()``: the per-step work a user pays to get
+    contiguous k, v in q's dtype. A paged cache is gathered with one index op over slot ids computed
+    here from the block table; an fp8 cache is dequantized in q's dtype (fp8 -> bf16 is exact, then
+    one rounding of the product with the per-head scale)."""
+    dt = inp["q"].dtype
     if "k_cache" in inp:
-        k, v, cu_k = gather_paged(inp["k_cache"], inp["v_cache"], inp["block_table"], inp["seqused_k"])
+        kc, vc = inp["k_cache"], inp["v_cache"]
+        bs = kc.shape[1]
+        slots = []
+        bt = inp["block_table"].long().cpu()
+        for b, n in enumerate(inp["seqused_k"].tolist()):
+            j = torch.arange(n)
+            slots.append(bt[b, j // bs] * bs + j % bs)
+        slots = torch.cat(slots).to(kc.device)
+        kflat, vflat = kc.view(-1, *kc.shape[2:]), vc.view(-1, *vc.shape[2:])
+
+        def raw():
+            return kflat[slots], vflat[slots]
     else:
-        k, v, cu_k = inp["k"], inp["v"], inp["cu_seqlens_k"]
+        def raw():
+            return inp["k"], inp["v"]
     if inp.get("k_scale") is not None:
-        dt = inp["q"].dtype
-        k = (k.to(torch.float32) * inp["k_scale"].view(1, -1, 1)).to(dt)
-        v = (v.to(torch.float32) * inp["v_scale"].view(1, -1, 1)).to(dt)
-    return k, v, cu_k
+        ks = inp["k_scale"].to(dt).view(1, -1, 1)
+        vs = inp["v_scale"].to(dt).view(1, -1, 1)
+
+        def get_kv():
+            k, v = raw()
+            return k.to(dt) * ks, v.to(dt) * vs
+        return get_kv
+    return raw
+
+
+def _relbias_contiguous(inp):
+    """(k, v) contiguous and dequantized to q's dtype (planning and work in one call)."""
+    return _kv_plan(inp)()
 
 
 def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb: str | None = None):
@@ -127,10 +152,15 @@ def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb
         def distance(qi, ki):
             return q_pos[qi] - k_pos[ki]
 
+    # Where every visible distance lies inside the extent, "beyond" never applies and the score_mod is
+    # one clamped gather (the clamp keeps masked-out scores of partial tiles in bounds).
+    max_dist = max(lk_l) if window is None else min(max(lk_l), window)
+    needs_beyond = beyond == "zero" and max_dist > E
+
     def score_mod(score, b, h, qi, ki):
         d = distance(qi, ki) + shift
         val = table[h, d.clamp(0, E - 1)]
-        if beyond == "zero":
+        if needs_beyond or shift:
             val = torch.where(d < E, val, torch.zeros_like(val))
         return score + val
 
@@ -145,8 +175,10 @@ def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb
         Hkv = (inp["k_cache"] if "k_cache" in inp else inp["k"]).shape[-2]
         Hkv_perm = torch.roll(torch.arange(Hkv, device=dev), 1)
 
+    get_kv = _kv_plan(inp)
+
     def run():
-        k, v, _ = _relbias_contiguous(inp)
+        k, v = get_kv()
         if Hkv_perm is not None:
             k, v = k[:, Hkv_perm], v[:, Hkv_perm]
         qq = q.view(B, Lq_, Hq, D).transpose(1, 2)
@@ -195,9 +227,10 @@ def relbias_sdpa(inp: dict, *, backend: str, bias: bool = False):
         mask = causal_lower_right(Lq, Lk)
         causal = False
     scale = float(inp["softmax_scale"])
+    get_kv = _kv_plan(inp)
 
     def run():
-        k, v, _ = _relbias_contiguous(inp)
+        k, v = get_kv()
         qq = q.view(B, Lq, Hq, D).transpose(1, 2)
         kk = k.view(B, Lk, -1, D).transpose(1, 2)
         vv = v.view(B, Lk, -1, D).transpose(1, 2)
