@@ -135,3 +135,27 @@ def test_committed_readme_is_what_report_generates(tmp_path):
 
     run_report(A)
     assert (tmp_path / "README.md").read_text() == (ROOT / "README.md").read_text()
+
+
+def test_report_takes_each_case_from_its_newest_artifact(tmp_path):
+    art = _artifact(tmp_path)
+    newer = json.loads(json.dumps(art))
+    newer["env"]["time_utc"] = "2026-11-30T00:00:00Z"
+    newer["rows"] = [dict(art["rows"][0], median_us=99.0, p20_us=98.0, p80_us=100.0)]
+    newer["rows"].append(dict(art["rows"][0], case="relbias-model-decode-b32-8k"))
+    (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-30.json").write_text(json.dumps(newer))
+    latest = latest_by_family(load_artifacts(tmp_path))["relbias"]
+    assert [(p.name, sorted(cs)) for p, _, cs in latest] == [
+        ("relbias-h200-2026-11-30.json", ["relbias-model-decode-b1-64k", "relbias-model-decode-b32-8k"])]
+
+
+def test_report_keeps_older_cases_a_partial_run_did_not_remeasure(tmp_path):
+    art = _artifact(tmp_path)
+    partial = json.loads(json.dumps(art))
+    partial["env"]["time_utc"] = "2026-11-30T00:00:00Z"
+    partial["rows"] = [dict(art["rows"][0], case="relbias-model-decode-b32-8k")]
+    (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-30.json").write_text(json.dumps(partial))
+    latest = latest_by_family(load_artifacts(tmp_path))["relbias"]
+    assert {p.name: sorted(cs) for p, _, cs in latest} == {
+        "relbias-h200-2026-11-29.json": ["relbias-model-decode-b1-64k"],
+        "relbias-h200-2026-11-30.json": ["relbias-model-decode-b32-8k"]}

@@ -62,12 +62,13 @@ def cmd_check(args) -> int:
                            and not any(gr.startswith(x) for x in (args.skip_group or [])))
         selected = [dataclasses.replace(g, groups=tuple(gr for gr in g.groups if keep(gr))) for g in selected]
         selected = [g for g in selected if g.groups]
-    total = sum(len(shapes.cases(tier=tier, group=gr)) for g in selected if g.available(device)[0] for gr in g.groups)
+    total = sum(1 for g in selected if g.available(device)[0] for gr in g.groups
+                for c in shapes.cases(tier=tier, group=gr) if not args.case or any(f in c.id for f in args.case))
     print(f"attnkit check: {len(selected)} gate(s), {total} case(s), tier={tier}, device={device}, seed={seed}",
           file=sys.stderr)
     step, close = _progress_factory(total)
     t0 = time.time()
-    results = [run_gate(g, device, tier, seed, step) for g in selected]
+    results = [run_gate(g, device, tier, seed, step, case_filter=args.case) for g in selected]
     close()
     out = Path(args.out) if args.out else Path("check-results") / f"check-{tier}-{device}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +124,7 @@ def main(argv=None) -> int:
     c.add_argument("--gate", action="append", help="run only this gate (repeatable)")
     c.add_argument("--tier", choices=("smoke", "full"), help="default: full on a GPU, smoke on a CPU")
     c.add_argument("--group", action="append", help="only shape families starting with this (repeatable)")
+    c.add_argument("--case", action="append", help="only cases whose id contains this (repeatable)")
     c.add_argument("--skip-group", action="append", help="leave out shape families starting with this (repeatable)")
     c.add_argument("--seed", type=int, help="input seed (default: fresh, printed for reproduction)")
     c.add_argument("--out", help="JSONL output path (default check-results/check-<tier>-<device>.jsonl)")

@@ -78,19 +78,60 @@ def _kv_plan(inp):
         def raw():
             return inp["k"], inp["v"]
     if inp.get("k_scale") is not None:
-        ks = inp["k_scale"].to(dt).view(1, -1, 1)
-        vs = inp["v_scale"].to(dt).view(1, -1, 1)
-
-        def get_kv():
+        def get_kv():  # fp8 -> bf16 is exact; the per-head scales are folded into q and the output
             k, v = raw()
-            return k.to(dt) * ks, v.to(dt) * vs
+            return k.to(dt), v.to(dt)
         return get_kv
     return raw
 
 
+def _head_scales(inp):
+    """Per query head fp32 (k_scale, v_scale) of an fp8 cache, or (None, None). A user folds the key
+    scale into q (one rounding of q) and applies the value scale to the output (one rounding), which is
+    cheaper and more accurate than rounding every dequantized key to bf16."""
+    if inp.get("k_scale") is None:
+        return None, None
+    Hq = inp["q"].shape[1]
+    Hkv = inp["k_scale"].shape[0]
+    return (inp["k_scale"].float().repeat_interleave(Hq // Hkv).view(1, Hq, 1),
+            inp["v_scale"].float().repeat_interleave(Hq // Hkv).view(1, Hq, 1))
+
+
+def _fold_q(q, ks):
+    return q if ks is None else (q.float() * ks).to(q.dtype)
+
+
+def _unfold_out(o, vs):
+    return o if vs is None else (o.float() * vs).to(o.dtype)
+
+
+def _head_scales(inp):
+    """Per query head fp32 (k_scale, v_scale) of an fp8 cache, or (None, None). A user folds the key
+    scale into q (one rounding of q) and applies the value scale to the output (one rounding), which is
+    cheaper and more accurate than rounding every dequantized key to bf16."""
+    if inp.get("k_scale") is None:
+        return None, None
+    Hq = inp["q"].shape[1]
+    Hkv = inp["k_scale"].shape[0]
+    return (inp["k_scale"].float().repeat_interleave(Hq // Hkv).view(1, Hq, 1),
+            inp["v_scale"].float().repeat_interleave(Hq // Hkv).view(1, Hq, 1))
+
+
+def _fold_q(q, ks):
+    return q if ks is None else (q.float() * ks).to(q.dtype)
+
+
+def _unfold_out(o, vs):
+    return o if vs is None else (o.float() * vs).to(o.dtype)
+
+
 def _relbias_contiguous(inp):
-    """(k, v) contiguous and dequantized to q's dtype (planning and work in one call)."""
-    return _kv_plan(inp)()
+    """(k, v) contiguous in q's dtype, fp8 scales applied (planning and work in one call)."""
+    k, v = _kv_plan(inp)()
+    if inp.get("k_scale") is not None:
+        k = (k.float() * inp["k_scale"].view(1, -1, 1)).to(k.dtype)
+        v = (v.float() * inp["v_scale"].view(1, -1, 1)).to(v.dtype)
+    return k, v
 
 
 def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb: str | None = None):
@@ -176,16 +217,17 @@ def relbias_flex(inp: dict, *, bias: bool = True, compiled: bool = True, perturb
         Hkv_perm = torch.roll(torch.arange(Hkv, device=dev), 1)
 
     get_kv = _kv_plan(inp)
+    ks, vs = _head_scales(inp)
 
     def run():
         k, v = get_kv()
         if Hkv_perm is not None:
             k, v = k[:, Hkv_perm], v[:, Hkv_perm]
-        qq = q.view(B, Lq_, Hq, D).transpose(1, 2)
+        qq = _fold_q(q, ks).view(B, Lq_, Hq, D).transpose(1, 2)
         kk = k.view(B, Lk_, k.shape[1], D).transpose(1, 2)
         vv = v.view(B, Lk_, v.shape[1], D).transpose(1, 2)
         o, lse = _flex_call(fn, qq, kk, vv, score_mod if use_bias else None, bm, scale)
-        return o.transpose(1, 2).reshape(-1, Hq, D), lse.transpose(1, 2).reshape(-1, Hq)
+        return _unfold_out(o.transpose(1, 2).reshape(-1, Hq, D), vs), lse.transpose(1, 2).reshape(-1, Hq)
 
     return run
 
@@ -228,10 +270,11 @@ def relbias_sdpa(inp: dict, *, backend: str, bias: bool = False):
         causal = False
     scale = float(inp["softmax_scale"])
     get_kv = _kv_plan(inp)
+    ks, vs = _head_scales(inp)
 
     def run():
         k, v = get_kv()
-        qq = q.view(B, Lq, Hq, D).transpose(1, 2)
+        qq = _fold_q(q, ks).view(B, Lq, Hq, D).transpose(1, 2)
         kk = k.view(B, Lk, -1, D).transpose(1, 2)
         vv = v.view(B, Lk, -1, D).transpose(1, 2)
         if bias and kk.shape[1] != Hq:  # the efficient backend takes no GQA: expand the KV heads
@@ -241,7 +284,7 @@ def relbias_sdpa(inp: dict, *, backend: str, bias: bool = False):
             warnings.simplefilter("ignore")
             o = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=mask, is_causal=causal, scale=scale,
                                                enable_gqa=kk.shape[1] != Hq)
-        return o.transpose(1, 2).reshape(B * Lq, Hq, D), None
+        return _unfold_out(o.transpose(1, 2).reshape(B * Lq, Hq, D), vs), None
 
     return run
 

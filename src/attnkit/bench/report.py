@@ -30,22 +30,28 @@ def load_artifacts(root: Path) -> list[tuple[Path, dict]]:
 
 
 def latest_by_family(arts) -> dict:
-    out = {}
+    """family -> list of (path, artifact, cases): for every case, the newest artifact that has it
+    (by its env time, then file name), so a later partial run supersedes only the cases it re-measured."""
+    newest = {}
     for p, a in arts:
-        fams = {r["family"] for r in a["rows"]}
-        for f in fams:
-            key = (a["env"].get("time_utc", ""), p.name)
-            if f not in out or key > out[f][0]:
-                out[f] = (key, p, a)
-    return {f: (p, a) for f, (_, p, a) in out.items()}
+        key = (a["env"].get("time_utc", ""), p.name)
+        for r in a["rows"]:
+            k = (r["family"], r["case"])
+            if k not in newest or key > newest[k][0]:
+                newest[k] = (key, p, a)
+    out: dict = {}
+    for (fam, case), (key, p, a) in newest.items():
+        lst = out.setdefault(fam, {})
+        lst.setdefault(p, (a, []))[1].append(case)
+    return {f: [(p, a, cs) for p, (a, cs) in sorted(d.items(), key=lambda kv: kv[0].name)] for f, d in out.items()}
 
 
 def _fmt_us(x: float) -> str:
     return f"{x:.1f}" if x < 1000 else f"{x:,.0f}"
 
 
-def bench_table(family: str, path: Path, art: dict, root: Path) -> str:
-    rows = [r for r in art["rows"] if r["family"] == family]
+def bench_table(family: str, path: Path, art: dict, root: Path, only_cases=None) -> str:
+    rows = [r for r in art["rows"] if r["family"] == family and (only_cases is None or r["case"] in only_cases)]
     provs = list(dict.fromkeys(r["provider"] for r in rows))
     cases = list(dict.fromkeys(r["case"] for r in rows))
     env = art["env"]
@@ -94,16 +100,17 @@ def kernel_table(family: str) -> str:
 def family_section(family: str, latest: dict, root: Path, fig: str | None) -> str:
     parts = [kernel_table(family), ""]
     if family in latest:
-        p, a = latest[family]
-        parts.append(bench_table(family, p, a, root))
+        for p, a, cs in latest[family]:
+            parts.append(bench_table(family, p, a, root, only_cases=set(cs)))
+            parts.append("")
         if fig:
-            parts += ["", f"![{family} benchmark]({fig})"]
+            parts += [f"![{family} benchmark]({fig})"]
     else:
         parts.append("Speed: not measured (no artifact under `benchmarks/results/`).")
     return "\n".join(parts)
 
 
-def render_figure(family: str, art: dict, out: Path) -> None:
+def render_figure(family: str, arts, out: Path) -> None:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -111,7 +118,9 @@ def render_figure(family: str, art: dict, out: Path) -> None:
     except ImportError as e:
         raise SystemExit("attnkit report draws figures with matplotlib: pip install 'attnkit[bench]'") from e
     matplotlib.rcParams["svg.hashsalt"] = "attnkit"
-    rows = [r for r in art["rows"] if r["family"] == family and r["status"] == "ok"]
+    rows = [r for _, a, cs in arts for r in a["rows"] if r["family"] == family and r["case"] in cs
+            and r["status"] == "ok"]
+    devices = sorted({a["env"].get("device_name") for _, a, _ in arts})
     cases = list(dict.fromkeys(r["case"] for r in rows))
     provs = list(dict.fromkeys(r["provider"] for r in rows))
     fig, ax = plt.subplots(figsize=(10, 0.55 * len(cases) * max(1, len(provs)) / 2 + 1.5), dpi=100)
@@ -134,7 +143,7 @@ def render_figure(family: str, art: dict, out: Path) -> None:
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("median µs (CUDA-graph replay), bars p20–p80")
-    ax.set_title(f"{family} on {art['env'].get('device_name')}")
+    ax.set_title(f"{family} on {', '.join(map(str, devices))}")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -160,9 +169,10 @@ def run_report(args) -> int:
         fig = None
         if fam in latest:
             fig_path = root / "docs" / "figures" / f"{fam}-bench.png"
-            render_figure(fam, latest[fam][1], fig_path)
+            render_figure(fam, latest[fam], fig_path)
             fig = fig_path.relative_to(root).as_posix()
         text = update_readme(text, fam, family_section(fam, latest, root, fig))
     readme.write_text(text)
-    print(f"README status tables regenerated from {sum(1 for _ in latest)} family artifact(s)", file=sys.stderr)
+    n = len({p for v in latest.values() for p, _, _ in v})
+    print(f"README status tables regenerated from {n} artifact(s)", file=sys.stderr)
     return 0

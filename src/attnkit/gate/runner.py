@@ -64,11 +64,13 @@ def _power(gate, pert, case, inp, refs):
     return (not cmp.ok) or unwritten(out) > 0, cmp
 
 
-def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None) -> GateResult:
+def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_filter=None) -> GateResult:
     ok, why = gate.available(device)
     if not ok:
         return GateResult(gate.name, "skipped", reason=why)
     case_list = [c for g in gate.groups for c in shapes.cases(tier=tier, group=g)]
+    if case_filter:
+        case_list = [c for c in case_list if any(f in c.id for f in case_filter)]
     res = GateResult(gate.name, "pass")
     power = {p.name: {"caught": False, "case": None, "tried": 0, "what": p.what} for p in gate.perturbations}
     for case in case_list:
@@ -102,7 +104,10 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None) -> Ga
             progress(gate, case, rec)
     res.power = power
     failed = [c for c in res.cases if c["status"] == "fail"]
-    blind = [n for n, st in power.items() if not st["caught"]]
+    blind = [n for n, st in power.items() if not st["caught"] and st["tried"] > 0]
+    for st in power.values():  # a selection (--group / --case) can leave a perturbation no case to run on
+        if st["tried"] == 0:
+            st["reason"] = "no applicable case in this selection"
     if not case_list:
         res.status, res.reason = "skipped", f"no case at tier {tier}"
     elif failed or blind:
@@ -151,8 +156,9 @@ def format_table(results: list[GateResult]) -> str:
                 st += f" ({len(unsup)} unsupported by the peer: " + ", ".join(c["case"].replace(g + "-", "") for c in unsup) + ")"
             rows.append((r.gate, g, str(len(cs)), f"{worst:.2f}" if ran else "-", st))
         for name, st in r.power.items():
-            rows.append((r.gate, f"power: {name}", str(st["tried"]), "-",
-                         f"caught on {st['case']}" if st["caught"] else "NOT CAUGHT"))
+            verdict = (f"caught on {st['case']}" if st["caught"] else
+                       "not run: no applicable case selected" if st["tried"] == 0 else "NOT CAUGHT")
+            rows.append((r.gate, f"power: {name}", str(st["tried"]), "-", verdict))
     w = [max(len(x[i]) for x in rows) for i in range(5)]
     lines = ["  ".join(x[i].ljust(w[i]) for i in range(5)) for x in rows]
     lines.insert(1, "  ".join("-" * w[i] for i in range(5)))
