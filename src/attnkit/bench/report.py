@@ -50,13 +50,30 @@ def _fmt_us(x: float) -> str:
     return f"{x:.1f}" if x < 1000 else f"{x:,.0f}"
 
 
+def _ratio_cell(cr: dict, kinds: dict) -> str:
+    """Paired ratios (per-round median [p20–p80]) of each bias-carrying provider to the fastest
+    provider without the feature, measured in the same rounds."""
+    ok = {p: r for p, r in cr.items() if r["status"] == "ok"}
+    floors = [p for p in ok if kinds.get(p, {}).get("kind") == "floor"]
+    if not floors:
+        return "-"
+    best = min(floors, key=lambda p: ok[p]["median_us"])
+    parts = []
+    for p, r in ok.items():
+        if kinds.get(p, {}).get("kind") in ("peer", "ours") and best in r.get("ratios", {}):
+            x = r["ratios"][best]
+            parts.append(f"{p}: {x['median']:.2f} [{x['p20']:.2f}–{x['p80']:.2f}]")
+    return f"vs {best}: " + "; ".join(parts) if parts else "-"
+
+
 def bench_table(family: str, path: Path, art: dict, root: Path, only_cases=None) -> str:
     rows = [r for r in art["rows"] if r["family"] == family and (only_cases is None or r["case"] in only_cases)]
     provs = list(dict.fromkeys(r["provider"] for r in rows))
     cases = list(dict.fromkeys(r["case"] for r in rows))
     env = art["env"]
     kinds = art.get("providers", {})
-    head = ["case", "floor µs"] + [f"{p} ({kinds.get(p, {}).get('kind', '?')})" for p in provs] + ["attnkit"]
+    head = (["case", "floor µs"] + [f"{p} ({kinds.get(p, {}).get('kind', '?')})" for p in provs]
+            + ["÷ fastest floor provider (paired)", "attnkit"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     have_ours = any(kinds.get(p, {}).get("kind") == "ours" for p in provs)
     for c in cases:
@@ -73,6 +90,7 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only_cases=None)
                 eager = "" if r.get("timing") == "cuda-graph" else " (eager)"
                 cells.append(f"{_fmt_us(r['median_us'])} [{_fmt_us(r['p20_us'])}–{_fmt_us(r['p80_us'])}] "
                              f"{r['pct_of_floor']:.0f}%{eager}")
+        cells.append(_ratio_cell(cr, kinds))
         cells.append("measured" if have_ours else "not measured")
         lines.append("| " + " | ".join(cells) + " |")
     rel = path.relative_to(root).as_posix()
