@@ -59,3 +59,12 @@ def test_runner_skips_cuda_gates_without_gpu_and_says_so(tmp_path):
     assert "SKIPPED" in table
     write_jsonl(tmp_path / "r.jsonl", {"device": "cpu"}, [res], {"tier": "smoke"})
     assert '"status": "skipped"' in (tmp_path / "r.jsonl").read_text()
+
+
+def test_runner_records_a_peer_that_cannot_take_a_shape_as_unsupported():
+    def cannot(inp, p=None):
+        raise NotImplementedError("this peer has no such layout")
+    g = dataclasses.replace(_merge_gate(), name="merge/peer-unsupported", subject=cannot, kind="peer")
+    res = run_gate(g, DEVICE, "smoke", seed=1)
+    assert all(c["status"] == "unsupported" for c in res.cases)
+    assert res.status == "skipped" and "none of the cases" in res.reason

@@ -110,6 +110,8 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
             st["reason"] = "no applicable case in this selection"
     if not case_list:
         res.status, res.reason = "skipped", f"no case at tier {tier}"
+    elif all(c["status"] == "unsupported" for c in res.cases):
+        res.status, res.reason = "skipped", "the peer took none of the cases (all unsupported)"
     elif failed or blind:
         res.status = "fail"
         parts = []
