@@ -5,6 +5,11 @@ Registered ops:
 - ``attnkit::merge_partials(m, l, acc, out_dtype) -> (out, lse)``: the split-K merge.
 - ``attnkit::merge_partials_out(m, l, acc, out!, lse!) -> ()``: the same into caller buffers
   (nothing allocated: the form to capture in a CUDA graph).
+- ``attnkit::relbias_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, table, window, beyond, softmax_scale,
+  max_seqlen_q) -> (out, lse)`` and ``attnkit::relbias_paged(q, k_cache, v_cache, block_table, seqused_k,
+  cu_seqlens_q, table, window, beyond, softmax_scale, max_seqlen_q, k_scale?, v_scale?) -> (out, lse)``:
+  relbias attention (no host sync: ``max_seqlen_q`` is given, validation is the caller's ``attnkit``
+  call's business). ``window = 0`` means a global layer.
 """
 
 from __future__ import annotations
@@ -34,3 +39,37 @@ def merge_partials_out(m: Tensor, l: Tensor, acc: Tensor, out: Tensor, lse: Tens
 @merge_partials_out.register_fake
 def _merge_partials_out_fake(m, l, acc, out, lse):
     return None
+
+
+@torch.library.custom_op("attnkit::relbias_varlen", mutates_args=())
+def relbias_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, table: Tensor,
+                   window: int, beyond: str, softmax_scale: float, max_seqlen_q: int,
+                   k_scale: Tensor | None = None, v_scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    from .relbias import relbias_attention
+    return relbias_attention(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, table=table,
+                             window=window or None, beyond=beyond, softmax_scale=softmax_scale,
+                             k_scale=k_scale, v_scale=v_scale, max_seqlen_q=max_seqlen_q, validate=False)
+
+
+@relbias_varlen.register_fake
+def _relbias_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, table, window, beyond, softmax_scale, max_seqlen_q,
+                         k_scale=None, v_scale=None):
+    return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)
+
+
+@torch.library.custom_op("attnkit::relbias_paged", mutates_args=())
+def relbias_paged(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_table: Tensor, seqused_k: Tensor,
+                  cu_seqlens_q: Tensor, table: Tensor, window: int, beyond: str, softmax_scale: float,
+                  max_seqlen_q: int, k_scale: Tensor | None = None,
+                  v_scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    from .relbias import relbias_attention
+    return relbias_attention(q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, seqused_k=seqused_k,
+                             cu_seqlens_q=cu_seqlens_q, table=table, window=window or None, beyond=beyond,
+                             softmax_scale=softmax_scale, k_scale=k_scale, v_scale=v_scale,
+                             max_seqlen_q=max_seqlen_q, validate=False)
+
+
+@relbias_paged.register_fake
+def _relbias_paged_fake(q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q, table, window, beyond,
+                        softmax_scale, max_seqlen_q, k_scale=None, v_scale=None):
+    return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)

@@ -12,7 +12,7 @@ KERNEL_PATHS = {
         ("record writer (fp8 / nvfp4)", "not implemented"),
     ],
     "relbias": [
-        ("forward: prefill / chunked / varlen / paged", "not implemented"),
+        ("forward: prefill / chunked / varlen / paged / fp8 (Triton)", "implemented"),
         ("decode / verify (split-K + merge)", "not implemented"),
         ("paged KV writer (fp8 quantizing)", "not implemented"),
     ],

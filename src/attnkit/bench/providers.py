@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import torch
+
 from .. import peers
 
 
@@ -24,6 +26,9 @@ class Provider:
 
 PROVIDERS: dict[str, list[Provider]] = {
     "relbias": [
+        Provider("attnkit_fwd", "relbias", "ours",
+                 "attnkit Triton forward kernel (decode shapes too, until the split-K decode kernel exists)",
+                 lambda inp: _relbias_ours(inp)),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
                  "paged / fp8 KV gathered and dequantized per step",
@@ -49,6 +54,26 @@ PROVIDERS: dict[str, list[Provider]] = {
                  lambda inp: peers.mqa_decode_torch(inp)),
     ],
 }
+
+
+def _relbias_ours(inp):
+    """Plan outside the timing (max_seqlen_q, validation, output buffers), then launch only."""
+    from ..relbias import relbias_attention
+    lq = inp["cu_seqlens_q"][1:] - inp["cu_seqlens_q"][:-1]
+    max_q = int(lq.max())
+    out = torch.empty_like(inp["q"])
+    lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
+    kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"], window=inp["window"], beyond=inp["beyond"],
+              softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"),
+              max_seqlen_q=max_q, out=out, lse=lse)
+    if "k_cache" in inp:
+        kw.update(k_cache=inp["k_cache"], v_cache=inp["v_cache"], block_table=inp["block_table"],
+                  seqused_k=inp["seqused_k"])
+        relbias_attention(inp["q"], **kw)  # validate once, here
+        return lambda: relbias_attention(inp["q"], validate=False, **kw)
+    relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], **kw)
+    return lambda: relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], validate=False,
+                                     **kw)
 
 
 def providers(family: str, names=None) -> list[Provider]:

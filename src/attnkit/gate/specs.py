@@ -44,6 +44,37 @@ register(Gate(
 ))
 
 
+def relbias_kernel_call(inp, perturb=None, fn=None):
+    """Call attnkit.relbias.relbias_attention on an input dictionary of attnkit.testing.inputs."""
+    from ..relbias import relbias_attention
+    from ..testing.compare import poison_
+    fn = fn or relbias_attention
+    kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"], window=inp["window"], beyond=inp["beyond"],
+              softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"))
+    out = poison_(torch.empty_like(inp["q"]))
+    lse = poison_(torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device))
+    if "k_cache" in inp:
+        return fn(inp["q"], k_cache=inp["k_cache"], v_cache=inp["v_cache"], block_table=inp["block_table"],
+                  seqused_k=inp["seqused_k"], out=out, lse=lse, _perturb=perturb, **kw)
+    return fn(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], out=out, lse=lse, _perturb=perturb, **kw)
+
+
+register(Gate(
+    name="relbias/triton_fwd",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    subject=relbias_kernel_call,
+    what="kernel: Triton forward (prefill, chunked, varlen, paged, fp8; also serves decode until the "
+         "split-K decode kernel exists)",
+    perturbations=(
+        Perturbation("bias-dropped", "the kernel adds no bias"),
+        Perturbation("bias-shifted-kv-block", "the kernel reads the bias one KV block (BLOCK_N distances) off"),
+        Perturbation("window-off-by-one", "the kernel's window is W + 1", lambda c: c["window"] is not None),
+        Perturbation("gqa-mixed", "query head h reads KV head h // group + 1", lambda c: c["Hkv"] > 1),
+    ),
+))
+
+
 # -------------------------------------------------------------------------------------- sparse_int8
 
 

@@ -1,0 +1,163 @@
+"""Host side of relbias: validation, dispatch and launch. Kernels: kernel_fwd.py; launch rules:
+config.py; semantics: docs/relbias.md and attnkit.reference.relbias."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+
+from .._runtime import check_device, interpreting, require
+from ..contract import BIAS_BEYOND_MODES
+from .config import BLOCK_SIZES, MAX_EXTENT, SUPPORTED_GQA, SUPPORTED_HEAD_DIMS, fwd_config
+
+PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4}
+_KV_DTYPES = (torch.bfloat16, torch.float16, torch.float8_e4m3fn)
+
+
+def _check_cu(name, cu, device):
+    require(isinstance(cu, torch.Tensor) and cu.dtype == torch.int32 and cu.dim() == 1 and cu.numel() >= 2,
+            name, "must be an int32 tensor [B+1]")
+    require(cu.device == device, name, f"must be on {device}, got {cu.device}")
+
+
+def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
+              softmax_scale, k_scale, v_scale, validate):
+    require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be [total_q, Hq, D]")
+    require(q.dtype in (torch.bfloat16, torch.float16), "q", f"must be bfloat16 or float16, got {q.dtype}")
+    check_device("q", q)
+    dev = q.device
+    total_q, Hq, D = q.shape
+    require(D in SUPPORTED_HEAD_DIMS, "q", f"head dim {D} not in {SUPPORTED_HEAD_DIMS}")
+    require(q.stride(-1) == 1, "q", "last dimension must be contiguous")
+    paged = k_cache is not None
+    if paged:
+        require(k is None and v is None and cu_seqlens_k is None, "k_cache",
+                "give either k, v, cu_seqlens_k (varlen) or k_cache, v_cache, block_table, seqused_k (paged)")
+        kk, vv = k_cache, v_cache
+        require(isinstance(kk, torch.Tensor) and kk.dim() == 4, "k_cache", "must be [num_blocks, block_size, Hkv, D]")
+        require(kk.shape[1] in BLOCK_SIZES, "k_cache", f"block size {kk.shape[1]} not in {BLOCK_SIZES}")
+        require(isinstance(block_table, torch.Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2,
+                "block_table", "must be an int32 tensor [B, max_blocks]")
+        require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1,
+                "seqused_k", "must be an int32 tensor [B]")
+        require(block_table.device == dev and seqused_k.device == dev, "block_table", f"must be on {dev}")
+        require(block_table.stride(-1) == 1, "block_table", "last dimension must be contiguous")
+    else:
+        require(k is not None and v is not None and cu_seqlens_k is not None, "k",
+                "give k, v, cu_seqlens_k (varlen) or k_cache, v_cache, block_table, seqused_k (paged)")
+        kk, vv = k, v
+        require(isinstance(kk, torch.Tensor) and kk.dim() == 3, "k", "must be [total_k, Hkv, D]")
+        _check_cu("cu_seqlens_k", cu_seqlens_k, dev)
+    kname = "k_cache" if paged else "k"
+    vname = "v_cache" if paged else "v"
+    require(kk.dtype in _KV_DTYPES, kname, f"must be bfloat16, float16 or float8_e4m3fn, got {kk.dtype}")
+    require(vv.dtype == kk.dtype, vname, f"must have {kname}'s dtype {kk.dtype}, got {vv.dtype}")
+    require(vv.shape == kk.shape, vname, f"must have {kname}'s shape {tuple(kk.shape)}, got {tuple(vv.shape)}")
+    require(vv.stride() == kk.stride(), vname, f"must have {kname}'s strides")
+    require(kk.stride(-1) == 1, kname, "last dimension must be contiguous")
+    require(kk.device == dev and vv.device == dev, kname, f"must be on q's device {dev}")
+    require(kk.dtype == torch.float8_e4m3fn or kk.dtype == q.dtype, kname,
+            f"a bf16/fp16 cache must have q's dtype {q.dtype}, got {kk.dtype}")
+    Hkv = kk.shape[-2]
+    require(kk.shape[-1] == D, kname, f"head dim {kk.shape[-1]} differs from q's {D}")
+    require(Hkv > 0 and Hq % Hkv == 0 and Hq // Hkv in SUPPORTED_GQA, kname,
+            f"Hq={Hq} must be Hkv={Hkv} times one of {SUPPORTED_GQA}")
+    fp8 = kk.dtype == torch.float8_e4m3fn
+    if fp8:
+        for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
+            require(isinstance(s, torch.Tensor) and s.dtype == torch.float32 and tuple(s.shape) == (Hkv,), n,
+                    f"an fp8 cache needs a float32 [{Hkv}] per-KV-head scale")
+            require(s.device == dev and s.is_contiguous(), n, f"must be contiguous on {dev}")
+    else:
+        require(k_scale is None and v_scale is None, "k_scale", "scales apply to an fp8 cache only")
+    _check_cu("cu_seqlens_q", cu_seqlens_q, dev)
+    B = cu_seqlens_q.numel() - 1
+    if paged:
+        require(block_table.shape[0] == B and seqused_k.numel() == B, "block_table",
+                f"must have B={B} rows (cu_seqlens_q has B+1 entries)")
+    else:
+        require(cu_seqlens_k.numel() == B + 1, "cu_seqlens_k", f"must have B+1={B + 1} entries like cu_seqlens_q")
+    require(isinstance(table, torch.Tensor) and table.dim() == 2 and table.shape[0] == Hq, "table",
+            f"must be [Hq={Hq}, E]")
+    require(table.dtype in (torch.float32, torch.bfloat16), "table", f"must be float32 or bfloat16, got {table.dtype}")
+    require(table.device == dev, "table", f"must be on {dev}")
+    E = table.shape[1]
+    require(1 <= E <= MAX_EXTENT, "table", f"extent E={E} must lie in [1, {MAX_EXTENT}]")
+    require(beyond in BIAS_BEYOND_MODES, "beyond", f"must be one of {BIAS_BEYOND_MODES}, got {beyond!r}")
+    require(window is None or (isinstance(window, int) and window >= 1), "window", "must be None or an int >= 1")
+    if softmax_scale is not None:
+        require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
+    if validate:  # host checks (a sync each): skip them under CUDA-graph capture with validate=False
+        cq = cu_seqlens_q.cpu()
+        require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
+                f"must start at 0, be non-decreasing and end at total_q={total_q}")
+        if paged:
+            su = seqused_k.cpu()
+            require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
+            nb = -(-su // kk.shape[1])
+            require(int(nb.max()) <= block_table.shape[1] if B else True, "block_table",
+                    "has fewer columns than seqused_k needs")
+            bt = block_table.cpu()
+            for b in range(B):
+                used = bt[b, : int(nb[b])]
+                require(bool(((used >= 0) & (used < kk.shape[0])).all()), "block_table",
+                        f"row {b} holds a block id outside [0, {kk.shape[0]})")
+        else:
+            ck = cu_seqlens_k.cpu()
+            require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
+                    "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
+        require(bool(torch.isfinite(table).all()), "table", "holds a non-finite value")
+        if fp8:
+            for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
+                require(bool(torch.isfinite(s).all()), n, "holds a non-finite value")
+    return paged, fp8, Hkv, B
+
+
+def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
+                      block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
+                      k_scale=None, v_scale=None, max_seqlen_q=None, validate=True, out=None, lse=None,
+                      _perturb=None):
+    """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
+
+    ``max_seqlen_q`` sizes the grid; give it (a host int) to avoid a device sync, e.g. under CUDA-graph
+    capture together with ``validate=False`` and caller-owned ``out`` / ``lse``.
+    """
+    paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
+                                   table, window, beyond, softmax_scale, k_scale, v_scale, validate)
+    total_q, Hq, D = q.shape
+    if max_seqlen_q is None:
+        max_seqlen_q = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()) if B else 0
+    if out is None:
+        out = torch.empty_like(q)
+    else:
+        require(out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1, "out",
+                f"must be {tuple(q.shape)} {q.dtype} with a contiguous last dim")
+    if lse is None:
+        lse = torch.empty((total_q, Hq), dtype=torch.float32, device=q.device)
+    else:
+        require(lse.shape == (total_q, Hq) and lse.dtype == torch.float32 and lse.stride(-1) == 1, "lse",
+                f"must be float32 [{total_q}, {Hq}] with a contiguous last dim")
+    if total_q == 0 or B == 0:
+        return out, lse
+    cfg = fwd_config(D, max_seqlen_q, q.device.type)
+    kk, vv = (k_cache, v_cache) if paged else (k, v)
+    tab = table.float().contiguous() if table.dtype != torch.float32 or not table.is_contiguous() else table
+    scale = 1.0 / math.sqrt(D) if softmax_scale is None else float(softmax_scale)
+    dummy = cu_seqlens_q
+    from .kernel_fwd import relbias_fwd_kernel
+    grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
+    relbias_fwd_kernel[grid](
+        q, kk, vv, tab, out, lse,
+        cu_seqlens_q, dummy if paged else cu_seqlens_k, seqused_k if paged else dummy,
+        block_table if paged else dummy, k_scale if fp8 else tab, v_scale if fp8 else tab,
+        scale, tab.shape[1], window or 0,
+        q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), out.stride(0), out.stride(1), lse.stride(0),
+        kk.stride(0) if paged else 0, block_table.stride(0) if paged else 0,
+        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
+        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return out, lse

@@ -1,0 +1,158 @@
+"""relbias forward kernel.
+
+Computes   o[i] = sum_j softmax_j(scale * q_i . k_j + bias(h, d_ij)) v_j over visible keys, with
+           d_ij = (seqlen_k - seqlen_q + i) - j, visible when 0 <= d (< window), and
+           bias(h, d) = table[h, min(d, E-1)] for d < E, else 0 ("zero") or table[h, E-1] ("clamp").
+Contract   q [total_q, Hq, D]; k, v [total_k, Hkv, D] varlen (cu_seqlens_k) or paged
+           [num_blocks, block_size, Hkv, D] (block_table, seqused_k); table [Hq, E] fp32;
+           out [total_q, Hq, D] in q's dtype; lse [total_q, Hq] fp32.
+Numerics   scores and softmax in fp32 in the base-2 domain (scale and bias pre-multiplied by
+           log2(e)); fp8 k and v are converted to q's dtype exactly and their per-head scales applied
+           in fp32 (k's to the scores, v's to the output); P is rounded to q's dtype for the second
+           product; LSE returned in natural log; a row that sees no key gets 0 and -inf.
+Bias       per tile, from the strip of BLOCK_M + BLOCK_N - 1 distances it touches (cached loads of a
+           contiguous strip); a tile lying wholly beyond the extent takes the constant tail without
+           any lookup; tiles outside the causal / window masks are never visited.
+Dispatch   attnkit.relbias.interface.relbias_attention (config: attnkit.relbias.config.fwd_config).
+Oracle     attnkit.reference.relbias; gate "relbias/triton_fwd", tests/test_relbias.py.
+DOT_F32    set under Triton's interpreter, whose tl.dot multiplies bf16 operands' raw bit patterns
+           (Triton 3.6): the operands, already rounded to q's dtype, are widened to fp32 and multiplied
+           in IEEE fp32, the same products the tensor cores form exactly, accumulated in fp32.
+PERTURB    0 in production. 1..4 are the deliberately wrong variants the gate must catch: bias
+           dropped, bias shifted by one KV block, window off by one, GQA group mixed up.
+"""
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+@triton.jit
+def relbias_fwd_kernel(
+    Q, K, V, TABLE, OUT, LSE,
+    CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
+    sm_scale, E, window,
+    stride_qt, stride_qh, stride_kt, stride_kh, stride_ot, stride_oh, stride_lt,
+    stride_kb, stride_bt,
+    HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    b = tl.program_id(1)
+    h = tl.program_id(2)
+    if PERTURB == 4:
+        g = (h // GROUP + 1) % (HQ // GROUP)
+    else:
+        g = h // GROUP
+    q_start = tl.load(CU_Q + b)
+    seqlen_q = tl.load(CU_Q + b + 1) - q_start
+    m0 = pid_m * BLOCK_M
+    if m0 >= seqlen_q:
+        return
+    if PAGED:
+        k_start = 0
+        seqlen_k = tl.load(SEQUSED_K + b)
+    else:
+        k_start = tl.load(CU_K + b)
+        seqlen_k = tl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < seqlen_q
+    pos = seqlen_k - seqlen_q + offs_m  # bottom-right positions
+    q_ptrs = Q + (q_start + offs_m).to(tl.int64)[:, None] * stride_qt + h * stride_qh + offs_d[None, :]
+    q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
+
+    qk_scale = sm_scale * LOG2E
+    if FP8:
+        qk_scale = qk_scale * tl.load(K_SCALE + g)
+
+    # key range: causal upper end, window lower end (whole tiles outside both are never visited)
+    first_pos = seqlen_k - seqlen_q + m0
+    last_pos = first_pos + BLOCK_M - 1
+    hi = tl.minimum(seqlen_k, last_pos + 1)
+    lo = 0
+    if HAS_WINDOW:
+        lo = tl.maximum(0, first_pos - win + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    tab = TABLE + h * E
+    if CLAMP:
+        tail = tl.load(tab + E - 1) * LOG2E
+    else:
+        tail = 0.0
+    shift = 0
+    if PERTURB == 2:
+        shift = BLOCK_N
+
+    for n0 in range(lo, hi, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < seqlen_k
+        if PAGED:
+            page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
+            kv_off = page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
+        else:
+            kv_off = (k_start + offs_n).to(tl.int64) * stride_kt
+        k_ptrs = K + kv_off[None, :] + g * stride_kh + offs_d[:, None]
+        k = tl.load(k_ptrs, mask=col_ok[None, :], other=0.0)
+        if FP8:
+            k = k.to(q.dtype)
+        if DOT_F32:
+            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
+        else:
+            s = tl.dot(q, k) * qk_scale
+
+        d = pos[:, None] - offs_n[None, :]  # distances of this tile
+        vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+        if HAS_WINDOW:
+            vis = vis & (d < win)
+        if PERTURB != 1:
+            dd = d + shift
+            d_min = first_pos - (n0 + BLOCK_N - 1) + shift
+            if d_min >= E:  # the whole tile lies beyond the extent: the constant tail
+                s = s + tail
+            else:
+                # the strip of BLOCK_M + BLOCK_N - 1 distances this tile touches, clamped to the table
+                bias = tl.load(tab + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
+                if not CLAMP:
+                    bias = tl.where(dd < E, bias, 0.0)
+                s = s + bias
+        s = tl.where(vis, s, float("-inf"))
+
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v_ptrs = V + kv_off[:, None] + g * stride_kh + offs_d[None, :]
+        v = tl.load(v_ptrs, mask=col_ok[:, None], other=0.0)
+        if FP8:
+            v = v.to(q.dtype)
+        if DOT_F32:
+            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(p.to(q.dtype), v, acc)
+        m_i = m_new
+
+    nonempty = l_i > 0
+    denom = tl.where(nonempty, l_i, 1.0)
+    out = acc / denom[:, None]
+    if FP8:
+        out = out * tl.load(V_SCALE + g)
+    out = tl.where(nonempty[:, None], out, 0.0)
+    o_ptrs = OUT + (q_start + offs_m).to(tl.int64)[:, None] * stride_ot + h * stride_oh + offs_d[None, :]
+    tl.store(o_ptrs, out.to(OUT.dtype.element_ty), mask=row_ok[:, None])
+    lse = tl.where(nonempty, (m_i + tl.log2(denom)) * LN2, float("-inf"))
+    tl.store(LSE + (q_start + offs_m).to(tl.int64) * stride_lt + h, lse, mask=row_ok)

@@ -1,0 +1,122 @@
+"""relbias kernels: the forward kernel against the oracle (the gate covers every smoke case; these add
+bad input, custom ops, and closed-form checks)."""
+
+import math
+
+import pytest
+import torch
+
+import attnkit.ops  # noqa: F401
+from attnkit import reference as R
+from attnkit.gate.specs import relbias_kernel_call
+from attnkit.relbias import relbias_attention
+from attnkit.testing import compare, shapes, unwritten
+from attnkit.testing.baselines import relbias_baseline
+from attnkit.testing.inputs import make_inputs
+from attnkit.testing.opcheck import check_custom_op
+from attnkit.testing.oracles import relbias_oracle
+
+
+def _inp(case_id, device, seed=0):
+    return make_inputs(shapes.get(case_id), device, seed)
+
+
+@pytest.mark.parametrize("case_id", ["relbias-decode-b3-k203", "relbias-paged-bs16-decode", "relbias-fp8-decode-b2"])
+def test_forward_writes_every_element_and_matches(case_id, device):
+    inp = _inp(case_id, device, seed=3)
+    out, lse = relbias_kernel_call(inp)
+    assert unwritten(out) == 0 and unwritten(lse) == 0
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+def test_alibi_table_matches_dense_alibi(device):
+    """ALiBi as a table (BLOOM's slopes): bias(h, d) = -slope_h * d, with the extent covering every distance."""
+    Hq, L, D = 4, 40, 64
+    slopes = torch.tensor([2 ** (-8 * (i + 1) / Hq) for i in range(Hq)])
+    table = -slopes[:, None] * torch.arange(L, dtype=torch.float32)[None, :]
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(L, Hq, D, generator=g).bfloat16().to(device)
+    k = torch.randn(L, Hq, D, generator=g).bfloat16().to(device)
+    v = torch.randn(L, Hq, D, generator=g).bfloat16().to(device)
+    cu = torch.tensor([0, L], dtype=torch.int32, device=device)
+    out, _ = relbias_attention(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, table=table.to(device))
+    # dense ALiBi in fp64: score - slope * (i - j), causal
+    i = torch.arange(L)
+    dist = (i[:, None] - i[None, :]).double()
+    s = torch.einsum("qhd,khd->hqk", q.double().cpu(), k.double().cpu()) / math.sqrt(D) - slopes.double()[:, None, None] * dist
+    s = s.masked_fill(dist < 0, float("-inf"))
+    ref = torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.double().cpu())
+    assert (out.double().cpu() - ref).abs().max() < 2e-2
+
+
+def _bad(device):
+    inp = _inp("relbias-chunked-q37-k203", device)
+    return inp, dict(cu_seqlens_q=inp["cu_seqlens_q"], cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"])
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda i, kw: (i["q"].float(), i["k"], i["v"]), "q: must be bfloat16"),
+    (lambda i, kw: (i["q"], i["k"][:, :1].expand(-1, 1, -1).contiguous()[:, :, :32], i["v"]), "k"),
+    (lambda i, kw: (i["q"][:, :3], i["k"], i["v"]), "Hq=3"),
+    (lambda i, kw: (i["q"], i["k"], i["v"].half()), "v: must have k's dtype"),
+])
+def test_bad_tensors_raise_naming_the_argument(mutate, match, device):
+    inp, kw = _bad(device)
+    if "Hq=3" in match:
+        kw["table"] = kw["table"][:3]
+    with pytest.raises(ValueError, match=match):
+        relbias_attention(*mutate(inp, kw), **kw)
+
+
+def test_bad_metadata_raises(device):
+    inp, kw = _bad(device)
+    args = (inp["q"], inp["k"], inp["v"])
+    bad = dict(kw, cu_seqlens_q=torch.tensor([0, 40, 37], dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match="cu_seqlens_q"):
+        relbias_attention(*args, **bad)
+    with pytest.raises(ValueError, match="cu_seqlens_k"):
+        relbias_attention(*args, **dict(kw, cu_seqlens_k=torch.tensor([0, 9999], dtype=torch.int32, device=device)))
+    t = kw["table"].clone()
+    t[0, 3] = float("inf")
+    with pytest.raises(ValueError, match="table: holds a non-finite"):
+        relbias_attention(*args, **dict(kw, table=t))
+    with pytest.raises(ValueError, match="window"):
+        relbias_attention(*args, **kw, window=0)
+    with pytest.raises(ValueError, match="beyond"):
+        relbias_attention(*args, **kw, beyond="wrap")
+    with pytest.raises(ValueError, match="k_scale"):
+        relbias_attention(*args, **kw, k_scale=torch.ones(2, device=device))
+
+
+def test_paged_block_table_out_of_range_raises(device):
+    inp = _inp("relbias-paged-bs16-decode", device)
+    bt = inp["block_table"].clone()
+    bt[0, 0] = inp["k_cache"].shape[0]
+    with pytest.raises(ValueError, match="block_table"):
+        relbias_attention(inp["q"], k_cache=inp["k_cache"], v_cache=inp["v_cache"], block_table=bt,
+                          seqused_k=inp["seqused_k"], cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"])
+
+
+def test_fp8_needs_scales(device):
+    inp = _inp("relbias-fp8-decode-b2", device)
+    with pytest.raises(ValueError, match="k_scale"):
+        relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_q=inp["cu_seqlens_q"],
+                          cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"])
+
+
+def test_relbias_custom_ops(device):
+    inp = _inp("relbias-varlen-mixed3", device, seed=1)
+    args = [inp["q"], inp["k"], inp["v"], inp["cu_seqlens_q"], inp["cu_seqlens_k"], inp["table"], 0, "zero",
+            inp["softmax_scale"], 37]
+
+    def refresh(a):
+        a[0].copy_(a[0] * 0.5)
+
+    assert check_custom_op(torch.ops.attnkit.relbias_varlen, args, refresh=refresh)["opcheck"]
+    p = _inp("relbias-paged-bs16-decode", device, seed=2)
+    pargs = [p["q"], p["k_cache"], p["v_cache"], p["block_table"], p["seqused_k"], p["cu_seqlens_q"], p["table"],
+             0, "zero", p["softmax_scale"], 1]
+    assert check_custom_op(torch.ops.attnkit.relbias_paged, pargs)["opcheck"]
