@@ -25,8 +25,8 @@ PERTURB    0 in production. 1..4 are the deliberately wrong variants the gate mu
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
@@ -51,8 +51,6 @@ def relbias_fwd_kernel(
     q_start = tl.load(CU_Q + b)
     seqlen_q = tl.load(CU_Q + b + 1) - q_start
     m0 = pid_m * BLOCK_M
-    if m0 >= seqlen_q:
-        return
     if PAGED:
         k_start = 0
         seqlen_k = tl.load(SEQUSED_K + b)
@@ -79,6 +77,7 @@ def relbias_fwd_kernel(
     first_pos = seqlen_k - seqlen_q + m0
     last_pos = first_pos + BLOCK_M - 1
     hi = tl.minimum(seqlen_k, last_pos + 1)
+    hi = tl.where(m0 < seqlen_q, hi, 0)  # a block past this sequence's queries visits no key
     lo = 0
     if HAS_WINDOW:
         lo = tl.maximum(0, first_pos - win + 1)
