@@ -145,8 +145,12 @@ def test_report_takes_each_case_from_its_newest_artifact(tmp_path):
     newer["rows"].append(dict(art["rows"][0], case="relbias-model-decode-b32-8k"))
     (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-30.json").write_text(json.dumps(newer))
     latest = latest_by_family(load_artifacts(tmp_path))["relbias"]
-    assert [(p.name, sorted(cs)) for p, _, cs in latest] == [
-        ("relbias-h200-2026-11-30.json", ["relbias-model-decode-b1-64k", "relbias-model-decode-b32-8k"])]
+    got = {p.name: sorted(ks) for p, _, ks in latest}
+    assert got == {
+        "relbias-h200-2026-11-30.json": [("relbias-model-decode-b1-64k", "flex_score_mod"),
+                                         ("relbias-model-decode-b32-8k", "flex_score_mod")],
+        # the older run keeps the provider the newer one did not re-measure
+        "relbias-h200-2026-11-29.json": [("relbias-model-decode-b1-64k", "sdpa_cudnn_nobias")]}
 
 
 def test_report_keeps_older_cases_a_partial_run_did_not_remeasure(tmp_path):
@@ -156,6 +160,6 @@ def test_report_keeps_older_cases_a_partial_run_did_not_remeasure(tmp_path):
     partial["rows"] = [dict(art["rows"][0], case="relbias-model-decode-b32-8k")]
     (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-30.json").write_text(json.dumps(partial))
     latest = latest_by_family(load_artifacts(tmp_path))["relbias"]
-    assert {p.name: sorted(cs) for p, _, cs in latest} == {
-        "relbias-h200-2026-11-29.json": ["relbias-model-decode-b1-64k"],
+    assert {p.name: sorted(c for c, _ in ks) for p, _, ks in latest} == {
+        "relbias-h200-2026-11-29.json": ["relbias-model-decode-b1-64k", "relbias-model-decode-b1-64k"],
         "relbias-h200-2026-11-30.json": ["relbias-model-decode-b32-8k"]}

@@ -30,20 +30,22 @@ def load_artifacts(root: Path) -> list[tuple[Path, dict]]:
 
 
 def latest_by_family(arts) -> dict:
-    """family -> list of (path, artifact, cases): for every case, the newest artifact that has it
-    (by its env time, then file name), so a later partial run supersedes only the cases it re-measured."""
+    """family -> list of (path, artifact, keys), keys a set of (case, provider): every (case, provider)
+    is taken from the newest artifact that measured it (by its env time, then file name), so a later
+    run supersedes only what it re-measured."""
     newest = {}
     for p, a in arts:
         key = (a["env"].get("time_utc", ""), p.name)
         for r in a["rows"]:
-            k = (r["family"], r["case"])
+            k = (r["family"], r["case"], r["provider"])
             if k not in newest or key > newest[k][0]:
                 newest[k] = (key, p, a)
     out: dict = {}
-    for (fam, case), (key, p, a) in newest.items():
-        lst = out.setdefault(fam, {})
-        lst.setdefault(p, (a, []))[1].append(case)
-    return {f: [(p, a, cs) for p, (a, cs) in sorted(d.items(), key=lambda kv: kv[0].name)] for f, d in out.items()}
+    for (fam, case, prov), (key, p, a) in newest.items():
+        d = out.setdefault(fam, {})
+        d.setdefault(p, (key, a, set()))[2].add((case, prov))
+    return {f: [(p, a, ks) for p, (key, a, ks) in sorted(d.items(), key=lambda kv: kv[1][0], reverse=True)]
+            for f, d in out.items()}
 
 
 def _fmt_us(x: float) -> str:
@@ -66,16 +68,31 @@ def _ratio_cell(cr: dict, kinds: dict) -> str:
     return f"vs {best}: " + "; ".join(parts) if parts else "-"
 
 
-def bench_table(family: str, path: Path, art: dict, root: Path, only_cases=None) -> str:
-    rows = [r for r in art["rows"] if r["family"] == family and (only_cases is None or r["case"] in only_cases)]
+def _ours_cell(cr: dict, kinds: dict) -> str:
+    ours = [p for p, r in cr.items() if kinds.get(p, {}).get("kind") == "ours"]
+    if not ours:
+        return "not measured"
+    parts = []
+    for o in ours:
+        r = cr[o]
+        if r["status"] != "ok":
+            parts.append(f"{o} failed")
+            continue
+        for p, x in r.get("ratios", {}).items():
+            if kinds.get(p, {}).get("kind") == "peer":
+                parts.append(f"÷ {p}: {x['median']:.2f} [{x['p20']:.2f}–{x['p80']:.2f}]")
+    return "; ".join(parts) or "no peer in this run"
+
+
+def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> str:
+    rows = [r for r in art["rows"] if r["family"] == family and (only is None or (r["case"], r["provider"]) in only)]
     provs = list(dict.fromkeys(r["provider"] for r in rows))
     cases = list(dict.fromkeys(r["case"] for r in rows))
     env = art["env"]
     kinds = art.get("providers", {})
     head = (["case", "floor µs"] + [f"{p} ({kinds.get(p, {}).get('kind', '?')})" for p in provs]
-            + ["÷ fastest floor provider (paired)", "attnkit"])
+            + ["÷ fastest floor provider (paired)", "attnkit ÷ peers (paired)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    have_ours = any(kinds.get(p, {}).get("kind") == "ours" for p in provs)
     for c in cases:
         cr = {r["provider"]: r for r in rows if r["case"] == c}
         any_r = next(iter(cr.values()))
@@ -91,7 +108,7 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only_cases=None)
                 cells.append(f"{_fmt_us(r['median_us'])} [{_fmt_us(r['p20_us'])}–{_fmt_us(r['p80_us'])}] "
                              f"{r['pct_of_floor']:.0f}%{eager}")
         cells.append(_ratio_cell(cr, kinds))
-        cells.append("measured" if have_ours else "not measured")
+        cells.append(_ours_cell(cr, kinds))
         lines.append("| " + " | ".join(cells) + " |")
     rel = path.relative_to(root).as_posix()
     caption = (f"Median µs [p20–p80] and % of the floor; {env.get('device_name')}, torch {env.get('torch')}, "
@@ -118,8 +135,8 @@ def kernel_table(family: str) -> str:
 def family_section(family: str, latest: dict, root: Path, fig: str | None) -> str:
     parts = [kernel_table(family), ""]
     if family in latest:
-        for p, a, cs in latest[family]:
-            parts.append(bench_table(family, p, a, root, only_cases=set(cs)))
+        for p, a, ks in latest[family]:
+            parts.append(bench_table(family, p, a, root, only=ks))
             parts.append("")
         if fig:
             parts += [f"![{family} benchmark]({fig})"]
@@ -136,7 +153,7 @@ def render_figure(family: str, arts, out: Path) -> None:
     except ImportError as e:
         raise SystemExit("attnkit report draws figures with matplotlib: pip install 'attnkit[bench]'") from e
     matplotlib.rcParams["svg.hashsalt"] = "attnkit"
-    rows = [r for _, a, cs in arts for r in a["rows"] if r["family"] == family and r["case"] in cs
+    rows = [r for _, a, ks in arts for r in a["rows"] if r["family"] == family and (r["case"], r["provider"]) in ks
             and r["status"] == "ok"]
     devices = sorted({a["env"].get("device_name") for _, a, _ in arts})
     cases = list(dict.fromkeys(r["case"] for r in rows))
