@@ -120,3 +120,39 @@ def test_relbias_custom_ops(device):
     pargs = [p["q"], p["k_cache"], p["v_cache"], p["block_table"], p["seqused_k"], p["cu_seqlens_q"], p["table"],
              0, "zero", p["softmax_scale"], 1]
     assert check_custom_op(torch.ops.attnkit.relbias_paged, pargs)["opcheck"]
+
+
+def test_dispatch_rule_is_a_pure_function_of_shapes():
+    from attnkit.relbias.config import decode_plan, use_decode
+    assert use_decode(1, 8) and use_decode(16, 8) and not use_decode(17, 1) and not use_decode(16, 16)
+    p = decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda")
+    assert p.block_r == 16 and p.num_splits == 33 and p.keys_per_split * p.num_splits >= 65536
+    assert decode_plan(32, 8, 8, 128, 1, 65536, 132, "cuda").num_splits == 2
+    assert decode_plan(1, 1, 1, 64, 1, 10, 132, "cuda").num_splits == 1  # never more splits than tiles
+    assert decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda", num_splits=5).num_splits == 5
+
+
+@pytest.mark.parametrize("num_splits", [1, 2, 7, 40])  # 40 > tiles: trailing splits are empty
+def test_decode_forced_split_counts_match_the_oracle(num_splits, device):
+    inp = _inp("relbias-decode-b3-k203", device, seed=5)
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    out, lse = relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_q=inp["cu_seqlens_q"],
+                                 cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"], num_splits=num_splits)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+def test_decode_and_forward_agree(device):
+    inp = _inp("relbias-verify-t4-k203", device, seed=6)
+    a = relbias_kernel_call(inp, force="decode")
+    b = relbias_kernel_call(inp, force="fwd")
+    assert (a[0].float() - b[0].float()).abs().max() < 2e-2
+    torch.testing.assert_close(a[1], b[1], rtol=1e-4, atol=1e-4)
+
+
+def test_bad_num_splits(device):
+    inp = _inp("relbias-decode-b3-k203", device)
+    with pytest.raises(ValueError, match="num_splits"):
+        relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_q=inp["cu_seqlens_q"],
+                          cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"], num_splits=0)

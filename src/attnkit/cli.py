@@ -63,7 +63,8 @@ def cmd_check(args) -> int:
         selected = [dataclasses.replace(g, groups=tuple(gr for gr in g.groups if keep(gr))) for g in selected]
         selected = [g for g in selected if g.groups]
     total = sum(1 for g in selected if g.available(device)[0] for gr in g.groups
-                for c in shapes.cases(tier=tier, group=gr) if not args.case or any(f in c.id for f in args.case))
+                for c in shapes.cases(tier=tier, group=gr)
+                if g.applies(c) and (not args.case or any(f in c.id for f in args.case)))
     print(f"attnkit check: {len(selected)} gate(s), {total} case(s), tier={tier}, device={device}, seed={seed}",
           file=sys.stderr)
     step, close = _progress_factory(total)

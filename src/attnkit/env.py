@@ -75,7 +75,7 @@ def kernel_paths() -> list[dict]:
     return [
         {"path": "merge: Triton split-K merge", "status": "implemented", "runs": where},
         {"path": "relbias: forward kernel", "status": "implemented", "runs": where},
-        {"path": "relbias: split-K decode kernel", "status": "not implemented", "runs": "-"},
+        {"path": "relbias: split-K decode kernel", "status": "implemented", "runs": where},
         {"path": "sparse_int8: prefill / split-K decode kernels", "status": "not implemented", "runs": "-"},
         {"path": "mqa_decode: head-padded / swap-AB kernels", "status": "not implemented", "runs": "-"},
         {"path": "peer: FlexAttention", "status": "available" if flex != "unavailable" else "unavailable", "runs": flex},

@@ -13,7 +13,7 @@ KERNEL_PATHS = {
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8 (Triton)", "implemented"),
-        ("decode / verify (split-K + merge)", "not implemented"),
+        ("decode / verify: split-K with GQA packing + Triton merge", "implemented"),
         ("paged KV writer (fp8 quantizing)", "not implemented"),
     ],
     "merge": [

@@ -27,7 +27,8 @@ class Provider:
 PROVIDERS: dict[str, list[Provider]] = {
     "relbias": [
         Provider("attnkit_fwd", "relbias", "ours",
-                 "attnkit Triton forward kernel (decode shapes too, until the split-K decode kernel exists)",
+                 "attnkit.relbias.relbias_attention as dispatched (forward kernel; split-K decode kernel + merge "
+                 "for up to 16 query tokens)",
                  lambda inp: _relbias_ours(inp)),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
@@ -61,11 +62,13 @@ def _relbias_ours(inp):
     from ..relbias import relbias_attention
     lq = inp["cu_seqlens_q"][1:] - inp["cu_seqlens_q"][:-1]
     max_q = int(lq.max())
+    lk = inp["seqused_k"] if "k_cache" in inp else inp["cu_seqlens_k"][1:] - inp["cu_seqlens_k"][:-1]
+    max_k = int(lk.max())
     out = torch.empty_like(inp["q"])
     lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
     kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"], window=inp["window"], beyond=inp["beyond"],
               softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"),
-              max_seqlen_q=max_q, out=out, lse=lse)
+              max_seqlen_q=max_q, max_seqlen_k=max_k, out=out, lse=lse)
     if "k_cache" in inp:
         kw.update(k_cache=inp["k_cache"], v_cache=inp["v_cache"], block_table=inp["block_table"],
                   seqused_k=inp["seqused_k"])

@@ -33,6 +33,7 @@ class Gate:
     needs: str = "any"  # "any": CPU (interpreter / eager) or GPU; "cuda": GPU only
     out_dtype: torch.dtype = torch.bfloat16
     wants_case: bool = False  # subject(inp, perturb, case=case)
+    applies: Callable = lambda case: True  # noqa: E731  (cases of the groups this gate takes)
     kind: str = "kernel"  # "kernel": ours, an exception fails the case; "peer": an exception on a shape
     #                       means the peer cannot take it ("unsupported", recorded with its error)
 

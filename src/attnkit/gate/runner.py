@@ -68,7 +68,7 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
     ok, why = gate.available(device)
     if not ok:
         return GateResult(gate.name, "skipped", reason=why)
-    case_list = [c for g in gate.groups for c in shapes.cases(tier=tier, group=g)]
+    case_list = [c for g in gate.groups for c in shapes.cases(tier=tier, group=g) if gate.applies(c)]
     if case_filter:
         case_list = [c for c in case_list if any(f in c.id for f in case_filter)]
     res = GateResult(gate.name, "pass")

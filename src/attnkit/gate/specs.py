@@ -44,7 +44,7 @@ register(Gate(
 ))
 
 
-def relbias_kernel_call(inp, perturb=None, fn=None):
+def relbias_kernel_call(inp, perturb=None, fn=None, force=None):
     """Call attnkit.relbias.relbias_attention on an input dictionary of attnkit.testing.inputs."""
     from ..relbias import relbias_attention
     from ..testing.compare import poison_
@@ -53,25 +53,42 @@ def relbias_kernel_call(inp, perturb=None, fn=None):
               softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"))
     out = poison_(torch.empty_like(inp["q"]))
     lse = poison_(torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device))
+    if force is not None:
+        kw["_force"] = force
     if "k_cache" in inp:
         return fn(inp["q"], k_cache=inp["k_cache"], v_cache=inp["v_cache"], block_table=inp["block_table"],
                   seqused_k=inp["seqused_k"], out=out, lse=lse, _perturb=perturb, **kw)
     return fn(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], out=out, lse=lse, _perturb=perturb, **kw)
 
 
+_RELBIAS_PERTURBATIONS = (
+    Perturbation("bias-dropped", "the kernel adds no bias"),
+    Perturbation("bias-shifted-kv-block", "the kernel reads the bias one KV block (BLOCK_N distances) off"),
+    Perturbation("window-off-by-one", "the kernel's window is W + 1", lambda c: c["window"] is not None),
+    Perturbation("gqa-mixed", "query head h reads KV head h // group + 1", lambda c: c["Hkv"] > 1),
+)
+
+
 register(Gate(
     name="relbias/triton_fwd",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    subject=relbias_kernel_call,
-    what="kernel: Triton forward (prefill, chunked, varlen, paged, fp8; also serves decode until the "
-         "split-K decode kernel exists)",
-    perturbations=(
-        Perturbation("bias-dropped", "the kernel adds no bias"),
-        Perturbation("bias-shifted-kv-block", "the kernel reads the bias one KV block (BLOCK_N distances) off"),
-        Perturbation("window-off-by-one", "the kernel's window is W + 1", lambda c: c["window"] is not None),
-        Perturbation("gqa-mixed", "query head h reads KV head h // group + 1", lambda c: c["Hkv"] > 1),
-    ),
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd"),
+    what="kernel: Triton forward kernel, on every relbias shape (the dispatcher sends it sequences of more "
+         "than 16 query tokens, and decode tiles of more than 128 packed rows)",
+    perturbations=_RELBIAS_PERTURBATIONS,
+))
+
+register(Gate(
+    name="relbias/triton_decode",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    applies=lambda c: max(c["seqlens_q"]) <= 16,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode"),
+    what="kernel: Triton split-K decode kernel (query heads of a KV head packed into one tile) + Triton "
+         "merge, on every relbias shape with at most 16 query tokens per sequence",
+    perturbations=_RELBIAS_PERTURBATIONS + (
+        Perturbation("split-lost", "the last split left out of the merge", lambda c: max(c["seqlens_k"]) > 128),),
 ))
 
 

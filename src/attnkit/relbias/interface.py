@@ -10,9 +10,10 @@ import triton
 
 from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
-from .config import BLOCK_SIZES, MAX_EXTENT, SUPPORTED_GQA, SUPPORTED_HEAD_DIMS, fwd_config
+from .config import BLOCK_SIZES, MAX_EXTENT, SUPPORTED_GQA, SUPPORTED_HEAD_DIMS, decode_plan, fwd_config, use_decode
 
-PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4}
+PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
+                 "split-lost": 0}
 _KV_DTYPES = (torch.bfloat16, torch.float16, torch.float8_e4m3fn)
 
 
@@ -117,12 +118,15 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
 
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
                       block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
-                      k_scale=None, v_scale=None, max_seqlen_q=None, validate=True, out=None, lse=None,
-                      _perturb=None):
+                      k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
+                      validate=True, out=None, lse=None, _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
-    ``max_seqlen_q`` sizes the grid; give it (a host int) to avoid a device sync, e.g. under CUDA-graph
-    capture together with ``validate=False`` and caller-owned ``out`` / ``lse``.
+    Dispatch (``config.use_decode``): up to 16 query tokens per sequence go to the split-K decode kernel
+    (query heads of one KV head packed into one tile), longer ones to the forward kernel.
+    ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan; give them (host ints) to avoid
+    a device sync, e.g. under CUDA-graph capture together with ``validate=False`` and caller-owned
+    ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule.
     """
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
@@ -141,11 +145,22 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 f"must be float32 [{total_q}, {Hq}] with a contiguous last dim")
     if total_q == 0 or B == 0:
         return out, lse
-    cfg = fwd_config(D, max_seqlen_q, q.device.type)
+    if num_splits is not None:
+        require(isinstance(num_splits, int) and num_splits >= 1, "num_splits", "must be an int >= 1")
     kk, vv = (k_cache, v_cache) if paged else (k, v)
     tab = table.float().contiguous() if table.dtype != torch.float32 or not table.is_contiguous() else table
     scale = 1.0 / math.sqrt(D) if softmax_scale is None else float(softmax_scale)
     dummy = cu_seqlens_q
+    decode_ok = out.is_contiguous() and lse.is_contiguous() and max_seqlen_q <= 16
+    want_decode = use_decode(max_seqlen_q, Hq // Hkv) if _force is None else _force == "decode"
+    if want_decode and decode_ok:
+        if max_seqlen_k is None:
+            lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
+            max_seqlen_k = int(lens.max())
+        _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
+                scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb)
+        return out, lse
+    cfg = fwd_config(D, max_seqlen_q, q.device.type)
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     relbias_fwd_kernel[grid](
@@ -161,3 +176,30 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
+
+
+def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
+            paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb):
+    from .. import splitk
+    from .kernel_decode import relbias_decode_split_kernel
+    total_q, Hq, D = q.shape
+    sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
+    plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits)
+    R = total_q * Hq
+    m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
+    l = torch.empty_like(m)
+    acc = torch.empty((plan.num_splits, R, D), dtype=torch.float32, device=q.device)
+    dummy = cu_q
+    relbias_decode_split_kernel[(plan.num_splits, B, Hkv)](
+        q, kk, vv, tab, m, l, acc,
+        cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,
+        k_scale if fp8 else tab, v_scale if fp8 else tab,
+        scale, tab.shape[1], window or 0, plan.keys_per_split,
+        q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), kk.stride(0) if paged else 0,
+        block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
+        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=plan.block_r, BLOCK_N=plan.block_n,
+        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
+        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
+        num_warps=plan.num_warps, num_stages=plan.num_stages,
+    )
+    splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), _lose_split=perturb == "split-lost")

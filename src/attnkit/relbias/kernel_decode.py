@@ -1,0 +1,141 @@
+"""relbias split-K decode kernel (decode and speculative verify: 1 to 16 query tokens per sequence).
+
+Computes   per (sequence, KV head, split): the un-normalized partials (m, l, acc) of the relbias scores
+           of the split's key range, for the GROUP query heads of that KV head times the sequence's
+           query tokens, packed into one tile of rows (row r = token r // GROUP, head g*GROUP + r % GROUP).
+           attnkit.splitk merges the partials in split order (deterministic).
+Contract   as kernel_fwd.py; partials m, l [S, total_q * Hq] fp32 (natural-log units), acc
+           [S, total_q * Hq, D] fp32, row index = token * Hq + head. An empty split writes m = -inf,
+           l = 0, acc = 0.
+Numerics   as kernel_fwd.py; the bias is looked up per row's own query head and position, so packing the
+           heads changes what a row means but not which bias it gets; fp8's value scale is applied to acc
+           (the merge is linear in acc).
+Dispatch   attnkit.relbias.interface (max_seqlen_q <= 16); split count: attnkit.relbias.config.
+Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gate "relbias/triton_fwd".
+"""
+
+import triton
+import triton.language as tl
+
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
+
+
+@triton.jit
+def relbias_decode_split_kernel(
+    Q, K, V, TABLE, M_OUT, L_OUT, ACC_OUT,
+    CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
+    sm_scale, E, window, keys_per_split,
+    stride_qt, stride_qh, stride_kt, stride_kh, stride_kb, stride_bt,
+    stride_ms, stride_as,
+    HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+    PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+):
+    split = tl.program_id(0)
+    b = tl.program_id(1)
+    g = tl.program_id(2)
+    if PERTURB == 4:
+        g_kv = (g + 1) % (HQ // GROUP)
+    else:
+        g_kv = g
+    q_start = tl.load(CU_Q + b)
+    seqlen_q = tl.load(CU_Q + b + 1) - q_start
+    if PAGED:
+        k_start = 0
+        seqlen_k = tl.load(SEQUSED_K + b)
+    else:
+        k_start = tl.load(CU_K + b)
+        seqlen_k = tl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+
+    rows = tl.arange(0, BLOCK_R)
+    tok = rows // GROUP
+    head = g * GROUP + rows % GROUP
+    row_ok = tok < seqlen_q
+    pos = seqlen_k - seqlen_q + tok
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = Q + (q_start + tok).to(tl.int64)[:, None] * stride_qt + head[:, None] * stride_qh + offs_d[None, :]
+    q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
+    qk_scale = sm_scale * LOG2E
+    if FP8:
+        qk_scale = qk_scale * tl.load(K_SCALE + g_kv)
+
+    # this split's key range, clipped to what the sequence's queries can see
+    hi = seqlen_k  # the last query sits at position seqlen_k - 1
+    lo = 0
+    if HAS_WINDOW:
+        lo = tl.maximum(0, seqlen_k - seqlen_q - win + 1)
+    s_lo = split * keys_per_split
+    s_hi = tl.minimum(s_lo + keys_per_split, hi)
+    s_lo = tl.maximum(s_lo, (lo // BLOCK_N) * BLOCK_N)
+
+    m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_R, HEAD_DIM], dtype=tl.float32)
+    tab_row = TABLE + head * E  # per-row table pointer: each packed row reads its own head's bias
+    if CLAMP:
+        tail = tl.load(tab_row + E - 1) * LOG2E
+    shift = 0
+    if PERTURB == 2:
+        shift = BLOCK_N
+
+    for n0 in range(s_lo, s_hi, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < s_hi
+        if PAGED:
+            page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
+            kv_off = page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
+        else:
+            kv_off = (k_start + offs_n).to(tl.int64) * stride_kt
+        k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
+        if FP8:
+            k = k.to(q.dtype)
+        if DOT_F32:
+            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
+        else:
+            s = tl.dot(q, k) * qk_scale
+        d = pos[:, None] - offs_n[None, :]
+        vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+        if HAS_WINDOW:
+            vis = vis & (d < win)
+        if PERTURB != 1:
+            dd = d + shift
+            d_min = seqlen_k - seqlen_q - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
+            if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
+                if CLAMP:
+                    s = s + tail[:, None]
+            else:
+                bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
+                bias = bias * LOG2E
+                if CLAMP:
+                    bias = tl.where(dd < E, bias, tail[:, None])
+                else:
+                    bias = tl.where(dd < E, bias, 0.0)
+                s = s + bias
+        s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        if FP8:
+            v = v.to(q.dtype)
+        if DOT_F32:
+            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(p.to(q.dtype), v, acc)
+        m_i = m_new
+
+    if FP8:
+        acc = acc * tl.load(V_SCALE + g_kv)
+    r_idx = (q_start + tok).to(tl.int64) * HQ + head
+    tl.store(M_OUT + split * stride_ms + r_idx, m_i * LN2, mask=row_ok)
+    tl.store(L_OUT + split * stride_ms + r_idx, l_i, mask=row_ok)
+    tl.store(ACC_OUT + split * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None])
