@@ -10,6 +10,8 @@ Registered ops:
   cu_seqlens_q, table, window, beyond, softmax_scale, max_seqlen_q, k_scale?, v_scale?) -> (out, lse)``:
   relbias attention (no host sync: ``max_seqlen_q`` is given, validation is the caller's ``attnkit``
   call's business). ``window = 0`` means a global layer.
+- ``attnkit::relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache!, v_cache!, block_table, seqused_k,
+  k_scale?, v_scale?) -> ()``: append new tokens into the paged cache (fp8-quantizing).
 """
 
 from __future__ import annotations
@@ -73,3 +75,18 @@ def relbias_paged(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_table: Tens
 def _relbias_paged_fake(q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q, table, window, beyond,
                         softmax_scale, max_seqlen_q, k_scale=None, v_scale=None):
     return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)
+
+
+@torch.library.custom_op("attnkit::relbias_write_kv", mutates_args=("k_cache", "v_cache"))
+def relbias_write_kv(k_new: Tensor, v_new: Tensor, cu_seqlens_new: Tensor, k_cache: Tensor, v_cache: Tensor,
+                     block_table: Tensor, seqused_k: Tensor, k_scale: Tensor | None = None,
+                     v_scale: Tensor | None = None) -> None:
+    from .relbias import relbias_write_kv as write
+    write(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale=k_scale, v_scale=v_scale,
+          validate=False)
+
+
+@relbias_write_kv.register_fake
+def _relbias_write_kv_fake(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale=None,
+                           v_scale=None):
+    return None

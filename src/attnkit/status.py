@@ -14,7 +14,7 @@ KERNEL_PATHS = {
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8 (Triton)", "implemented"),
         ("decode / verify: split-K with GQA packing + Triton merge", "implemented"),
-        ("paged KV writer (fp8 quantizing)", "not implemented"),
+        ("paged KV writer (fp8 quantizing; run in the interpreter only, not yet on a GPU)", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),

@@ -130,3 +130,22 @@ def relbias_partials_ref(q, k, v, table, bounds, *, window=None, beyond="zero", 
 
 __all__ = ["bias_lookup", "relbias_attention_ref", "relbias_attention_paged_ref", "relbias_partials_ref",
            "gather_paged", "merge_partials"]
+
+
+def write_kv_ref(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale=None, v_scale=None):
+    """The paged KV writer's oracle: returns updated copies of k_cache, v_cache. Token i of sequence b
+    goes to position seqused_k[b] + i; an fp8 cache stores value / scale, clamped to +-448 and rounded
+    to nearest even (torch's cast)."""
+    kc, vc = k_cache.clone(), v_cache.clone()
+    bs = kc.shape[1]
+    cu = [int(x) for x in cu_seqlens_new.tolist()]
+    for b in range(len(cu) - 1):
+        for i in range(cu[b], cu[b + 1]):
+            p = int(seqused_k[b]) + i - cu[b]
+            page, off = int(block_table[b, p // bs]), p % bs
+            for cache, new, sc in ((kc, k_new, k_scale), (vc, v_new, v_scale)):
+                x = new[i]
+                if cache.dtype == torch.float8_e4m3fn:
+                    x = (x.float() / sc.view(-1, 1)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+                cache[page, off] = x
+    return kc, vc

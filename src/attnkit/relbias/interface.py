@@ -203,3 +203,62 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         num_warps=plan.num_warps, num_stages=plan.num_stages,
     )
     splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), _lose_split=perturb == "split-lost")
+
+
+def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, *, k_scale=None,
+                     v_scale=None, validate=True, _off_by_one=False):
+    """Append new tokens' k, v [total_new, Hkv, D] into a paged cache at positions seqused_k[b] + i
+    (quantizing to fp8 when the cache is fp8). The caller advances seqused_k afterwards."""
+    for n, t in (("k_new", k_new), ("v_new", v_new)):
+        require(isinstance(t, torch.Tensor) and t.dim() == 3 and t.dtype in (torch.bfloat16, torch.float16), n,
+                "must be a bfloat16 / float16 [total_new, Hkv, D] tensor")
+        check_device(n, t)
+        require(t.stride(-1) == 1, n, "last dimension must be contiguous")
+    require(v_new.shape == k_new.shape and v_new.stride() == k_new.stride(), "v_new", "must match k_new")
+    require(isinstance(k_cache, torch.Tensor) and k_cache.dim() == 4, "k_cache", "must be [num_blocks, block_size, Hkv, D]")
+    require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride() and v_cache.dtype == k_cache.dtype,
+            "v_cache", "must match k_cache")
+    require(k_cache.shape[1] in BLOCK_SIZES, "k_cache", f"block size {k_cache.shape[1]} not in {BLOCK_SIZES}")
+    require(k_cache.shape[2:] == k_new.shape[1:], "k_cache", f"[Hkv, D] {tuple(k_cache.shape[2:])} differs from k_new's")
+    require(k_cache.stride(-1) == 1, "k_cache", "last dimension must be contiguous")
+    fp8 = k_cache.dtype == torch.float8_e4m3fn
+    require(fp8 or k_cache.dtype == k_new.dtype, "k_cache", f"must be {k_new.dtype} or float8_e4m3fn")
+    Hkv, D = k_new.shape[1:]
+    if fp8:
+        for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
+            require(isinstance(s, torch.Tensor) and s.dtype == torch.float32 and tuple(s.shape) == (Hkv,)
+                    and s.device == k_new.device, n, f"an fp8 cache needs a float32 [{Hkv}] scale on {k_new.device}")
+    _check_cu("cu_seqlens_new", cu_seqlens_new, k_new.device)
+    B = cu_seqlens_new.numel() - 1
+    require(isinstance(block_table, torch.Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2
+            and block_table.shape[0] == B, "block_table", f"must be an int32 [B={B}, max_blocks] tensor")
+    require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.numel() == B,
+            "seqused_k", f"must be an int32 [B={B}] tensor")
+    if validate:
+        cu = cu_seqlens_new.cpu()
+        require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
+                "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
+        end = seqused_k.cpu().long() + (cu[1:] - cu[:-1]).long()
+        bs = k_cache.shape[1]
+        require(bool((end <= block_table.shape[1] * bs).all()), "block_table",
+                "has too few columns for the new tokens")
+        bt = block_table.cpu()
+        for b in range(B):
+            lo, hi = int(seqused_k[b]) // bs, -(-int(end[b]) // bs)
+            used = bt[b, lo:hi]
+            require(bool(((used >= 0) & (used < k_cache.shape[0])).all()), "block_table",
+                    f"row {b} holds a block id outside [0, {k_cache.shape[0]})")
+        if fp8:
+            for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
+                require(bool((torch.isfinite(s) & (s > 0)).all()), n, "must be finite and positive")
+    if k_new.shape[0] == 0:
+        return
+    from .kernel_write import relbias_write_kv_kernel
+    relbias_write_kv_kernel[(k_new.shape[0], Hkv)](
+        k_new, v_new, k_cache, v_cache, cu_seqlens_new, seqused_k, block_table,
+        k_scale if fp8 else k_new, v_scale if fp8 else k_new, B,
+        k_new.stride(0), k_new.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        block_table.stride(0),
+        HEAD_DIM=D, PAGE=k_cache.shape[1], FP8=fp8, BSEARCH_STEPS=max(1, (B + 1).bit_length() + 1),
+        OFF_BY_ONE=1 if _off_by_one else 0,
+    )

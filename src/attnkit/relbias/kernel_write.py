@@ -1,0 +1,48 @@
+"""relbias paged KV writer.
+
+Computes   k_cache[page(b, p), p % PAGE, g, :] = k_new[i, g, :] (likewise v) for the i-th new token of
+           sequence b, at position p = seqused_k[b] + (i - cu_new[b]), page(b, p) = block_table[b, p // PAGE].
+Contract   k_new, v_new [total_new, Hkv, D] bf16/fp16; caches [num_blocks, PAGE, Hkv, D] of the same dtype,
+           or float8_e4m3fn with per-KV-head fp32 scales (stored = value / scale).
+Numerics   fp8: x / scale in fp32, clamped to +-448, rounded to nearest even e4m3 (torch's cast) by
+           attnkit._triton.fp8.round_e4m3, identical in the interpreter and on a GPU.
+Dispatch   attnkit.relbias.interface.relbias_write_kv, one program per new token and KV head.
+Oracle     attnkit.reference.relbias.write_kv_ref; tests/test_relbias_writer.py (byte-exact).
+"""
+
+import triton
+import triton.language as tl
+
+from .._triton.fp8 import round_e4m3
+
+
+@triton.jit
+def relbias_write_kv_kernel(KN, VN, KC, VC, CU_NEW, SEQUSED, BLOCK_TABLE, K_SCALE, V_SCALE, B,
+                            stride_nt, stride_nh, stride_cb, stride_ct, stride_ch, stride_bt,
+                            HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr,
+                            BSEARCH_STEPS: tl.constexpr, OFF_BY_ONE: tl.constexpr):
+    i = tl.program_id(0)
+    g = tl.program_id(1)
+    # the sequence of token i: the last b with cu_new[b] <= i (binary search over B + 1 offsets)
+    lo = 0
+    hi = B
+    for _ in range(BSEARCH_STEPS):
+        mid = (lo + hi + 1) // 2
+        ok = tl.load(CU_NEW + mid) <= i
+        lo = tl.where(ok & (mid <= hi), mid, lo)
+        hi = tl.where(ok, hi, mid - 1)
+    b = lo
+    p = tl.load(SEQUSED + b) + (i - tl.load(CU_NEW + b)) + OFF_BY_ONE
+    page = tl.load(BLOCK_TABLE + b * stride_bt + p // PAGE).to(tl.int64)
+    dst = page * stride_cb + (p % PAGE).to(tl.int64) * stride_ct + g * stride_ch + tl.arange(0, HEAD_DIM)
+    src = i.to(tl.int64) * stride_nt + g * stride_nh + tl.arange(0, HEAD_DIM)
+    k = tl.load(KN + src)
+    v = tl.load(VN + src)
+    if FP8:
+        kf = tl.minimum(tl.maximum(k.to(tl.float32) / tl.load(K_SCALE + g), -448.0), 448.0)
+        vf = tl.minimum(tl.maximum(v.to(tl.float32) / tl.load(V_SCALE + g), -448.0), 448.0)
+        tl.store(KC + dst, round_e4m3(kf).to(KC.dtype.element_ty))
+        tl.store(VC + dst, round_e4m3(vf).to(VC.dtype.element_ty))
+    else:
+        tl.store(KC + dst, k)
+        tl.store(VC + dst, v)

@@ -1,0 +1,28 @@
+"""The shared Triton e4m3 rounding against torch's cast (round to nearest even), ties included."""
+
+import torch
+import triton
+import triton.language as tl
+
+from attnkit._triton.fp8 import round_e4m3
+
+
+@triton.jit
+def _round_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=0.0)
+    tl.store(Y + offs, round_e4m3(x).to(Y.dtype.element_ty), mask=m)
+
+
+def test_round_e4m3_matches_torch_cast(device):
+    grid = torch.arange(0, 127, dtype=torch.uint8).view(torch.float8_e4m3fn).float()  # finite codes >= 0
+    mids = (grid[1:] + grid[:-1]) / 2  # exact ties between neighbours
+    g = torch.Generator().manual_seed(0)
+    rnd = torch.rand(20000, generator=g) * 448
+    tiny = torch.rand(2000, generator=g) * 2 ** -5
+    x = torch.cat([grid, mids, rnd, tiny, torch.tensor([448.0, 2 ** -10, 0.0])])
+    x = torch.cat([x, -x]).float().to(device)
+    y = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=device)
+    _round_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    assert torch.equal(y.view(torch.uint8).cpu(), x.to(torch.float8_e4m3fn).view(torch.uint8).cpu())
