@@ -60,7 +60,7 @@ def _bad(device):
 @pytest.mark.parametrize("mutate, match", [
     (lambda i, kw: (i["q"].float(), i["k"], i["v"]), "q: must be bfloat16"),
     (lambda i, kw: (i["q"], i["k"][:, :1].expand(-1, 1, -1).contiguous()[:, :, :32], i["v"]), "k"),
-    (lambda i, kw: (i["q"][:, :3], i["k"], i["v"]), "Hq=3"),
+    (lambda i, kw: (i["q"][:, :3], i["k"], i["v"]), "Hq=3 must be a multiple"),
     (lambda i, kw: (i["q"], i["k"], i["v"].half()), "v: must have k's dtype"),
 ])
 def test_bad_tensors_raise_naming_the_argument(mutate, match, device):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
-SUPPORTED_GQA = (1, 2, 4, 8, 16)
+SUPPORTED_GQA = (1, 2, 4, 8, 16)  # gated; any integer ratio Hq / Hkv is accepted (3 is gated in the smoke tier)
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 MAX_EXTENT = 131072
 

@@ -10,7 +10,7 @@ import triton
 
 from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
-from .config import BLOCK_SIZES, MAX_EXTENT, SUPPORTED_GQA, SUPPORTED_HEAD_DIMS, decode_plan, fwd_config, use_decode
+from .config import BLOCK_SIZES, MAX_EXTENT, SUPPORTED_HEAD_DIMS, decode_plan, fwd_config, use_decode
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0}
@@ -63,8 +63,7 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
             f"a bf16/fp16 cache must have q's dtype {q.dtype}, got {kk.dtype}")
     Hkv = kk.shape[-2]
     require(kk.shape[-1] == D, kname, f"head dim {kk.shape[-1]} differs from q's {D}")
-    require(Hkv > 0 and Hq % Hkv == 0 and Hq // Hkv in SUPPORTED_GQA, kname,
-            f"Hq={Hq} must be Hkv={Hkv} times one of {SUPPORTED_GQA}")
+    require(Hkv > 0 and Hq % Hkv == 0, kname, f"Hq={Hq} must be a multiple of Hkv={Hkv}")
     fp8 = kk.dtype == torch.float8_e4m3fn
     if fp8:
         for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):

@@ -59,7 +59,7 @@ def relbias_decode_split_kernel(
     row_ok = tok < seqlen_q
     pos = seqlen_k - seqlen_q + tok
     offs_d = tl.arange(0, HEAD_DIM)
-    q_ptrs = Q + (q_start + tok).to(tl.int64)[:, None] * stride_qt + head[:, None] * stride_qh + offs_d[None, :]
+    q_ptrs = Q + (q_start.to(tl.int64) + tok)[:, None] * stride_qt + head[:, None] * stride_qh + offs_d[None, :]
     q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
     qk_scale = sm_scale * LOG2E
     if FP8:
@@ -91,7 +91,7 @@ def relbias_decode_split_kernel(
             page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
             kv_off = page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
         else:
-            kv_off = (k_start + offs_n).to(tl.int64) * stride_kt
+            kv_off = (k_start.to(tl.int64) + offs_n) * stride_kt
         k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
         if FP8:
             k = k.to(q.dtype)
@@ -135,7 +135,7 @@ def relbias_decode_split_kernel(
 
     if FP8:
         acc = acc * tl.load(V_SCALE + g_kv)
-    r_idx = (q_start + tok).to(tl.int64) * HQ + head
+    r_idx = (q_start.to(tl.int64) + tok) * HQ + head
     tl.store(M_OUT + split * stride_ms + r_idx, m_i * LN2, mask=row_ok)
     tl.store(L_OUT + split * stride_ms + r_idx, l_i, mask=row_ok)
     tl.store(ACC_OUT + split * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None])

@@ -66,7 +66,7 @@ def relbias_fwd_kernel(
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < seqlen_q
     pos = seqlen_k - seqlen_q + offs_m  # bottom-right positions
-    q_ptrs = Q + (q_start + offs_m).to(tl.int64)[:, None] * stride_qt + h * stride_qh + offs_d[None, :]
+    q_ptrs = Q + (q_start.to(tl.int64) + offs_m)[:, None] * stride_qt + h * stride_qh + offs_d[None, :]
     q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
 
     qk_scale = sm_scale * LOG2E
@@ -102,7 +102,7 @@ def relbias_fwd_kernel(
             page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
             kv_off = page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
         else:
-            kv_off = (k_start + offs_n).to(tl.int64) * stride_kt
+            kv_off = (k_start.to(tl.int64) + offs_n) * stride_kt
         k_ptrs = K + kv_off[None, :] + g * stride_kh + offs_d[:, None]
         k = tl.load(k_ptrs, mask=col_ok[None, :], other=0.0)
         if FP8:
@@ -151,7 +151,7 @@ def relbias_fwd_kernel(
     if FP8:
         out = out * tl.load(V_SCALE + g)
     out = tl.where(nonempty[:, None], out, 0.0)
-    o_ptrs = OUT + (q_start + offs_m).to(tl.int64)[:, None] * stride_ot + h * stride_oh + offs_d[None, :]
+    o_ptrs = OUT + (q_start.to(tl.int64) + offs_m)[:, None] * stride_ot + h * stride_oh + offs_d[None, :]
     tl.store(o_ptrs, out.to(OUT.dtype.element_ty), mask=row_ok[:, None])
     lse = tl.where(nonempty, (m_i + tl.log2(denom)) * LN2, float("-inf"))
-    tl.store(LSE + (q_start + offs_m).to(tl.int64) * stride_lt + h, lse, mask=row_ok)
+    tl.store(LSE + (q_start.to(tl.int64) + offs_m) * stride_lt + h, lse, mask=row_ok)

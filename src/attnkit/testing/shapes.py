@@ -113,6 +113,7 @@ _rb("relbias-extent", "e-lt-window-clamp", [40], [90], E=8, window=32, beyond="c
 _rb("relbias-extent", "e-gt-seq", [25], [25], E=4096)
 # GQA ratios 1..16 and each head dim
 _rb("relbias-gqa", "g1", [9], [40], Hq=2, Hkv=2)
+_rb("relbias-gqa", "g3-decode", [1, 2], [150, 40], Hq=6, Hkv=2, E=70)
 _rb("relbias-gqa", "g16", [9], [40], Hq=16, Hkv=1, D=64, tiers=(FULL,))
 _rb("relbias-gqa", "g8-d256", [5], [70], Hq=8, Hkv=1, D=256, tiers=(FULL,))
 _rb("relbias-headdim", "d128", [17], [33], D=128)
