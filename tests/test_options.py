@@ -1,0 +1,48 @@
+"""Option grammar: explicit beats environment, exact switches, whole range-checked integers."""
+
+import pytest
+
+from attnkit.options import IntOption, Switch
+
+SW = Switch("pv_split", "ATTNKIT_TEST_SWITCH", True, "test")
+IO = IntOption("tiles_per_split", "ATTNKIT_TEST_INT", None, 1, 4096, "test")
+
+# ONNX Runtime's review list of rejected strings for its switches
+REJECTED_SWITCH = ["00", "01", "-0", "000001", "+1", " 1", "1 ", "2", "-1", "1x", "true"]
+
+
+@pytest.mark.parametrize("raw", REJECTED_SWITCH)
+def test_switch_rejects_strings_from_env_and_argument(raw):
+    with pytest.raises(ValueError, match="ATTNKIT_TEST_SWITCH"):
+        SW.resolve(environ={"ATTNKIT_TEST_SWITCH": raw})
+    with pytest.raises(ValueError, match="pv_split"):
+        SW.resolve(raw)
+
+
+def test_switch_accepts_exactly_0_and_1_and_explicit_beats_env():
+    assert SW.resolve(environ={"ATTNKIT_TEST_SWITCH": "0"}) is False
+    assert SW.resolve(environ={"ATTNKIT_TEST_SWITCH": "1"}) is True
+    assert SW.resolve(environ={"ATTNKIT_TEST_SWITCH": ""}) is True  # empty = unset
+    assert SW.resolve(environ={}) is True
+    assert SW.resolve(False, environ={"ATTNKIT_TEST_SWITCH": "1"}) is False
+    assert SW.resolve("1", environ={"ATTNKIT_TEST_SWITCH": "0"}) is True
+    with pytest.raises(ValueError):
+        SW.resolve(1)  # an int is not a switch value
+
+
+@pytest.mark.parametrize("raw", ["01", "-0", "+1", " 1", "1 ", "1x", "0x10", "1e3", "1.0", "", "-1", "4097", "0"])
+def test_int_option_rejects(raw):
+    if raw == "":
+        assert IO.resolve(environ={"ATTNKIT_TEST_INT": raw}) is None  # empty = unset
+        return
+    with pytest.raises(ValueError, match="tiles_per_split"):
+        IO.resolve(environ={"ATTNKIT_TEST_INT": raw})
+
+
+def test_int_option_accepts_and_explicit_beats_env():
+    assert IO.resolve(environ={"ATTNKIT_TEST_INT": "64"}) == 64
+    assert IO.resolve(3, environ={"ATTNKIT_TEST_INT": "64"}) == 3
+    assert IO.resolve("4096", environ={}) == 4096
+    for bad in (True, 2.0, 0, 5000, "007"):
+        with pytest.raises(ValueError):
+            IO.resolve(bad, environ={})
