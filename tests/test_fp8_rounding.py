@@ -5,6 +5,7 @@ import triton
 import triton.language as tl
 
 from attnkit._triton.fp8 import round_e4m3
+from attnkit._triton.rounding import to_bf16
 
 
 @triton.jit
@@ -26,3 +27,20 @@ def test_round_e4m3_matches_torch_cast(device):
     y = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=device)
     _round_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
     assert torch.equal(y.view(torch.uint8).cpu(), x.to(torch.float8_e4m3fn).view(torch.uint8).cpu())
+
+
+@triton.jit
+def _bf16_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Y + offs, to_bf16(tl.load(X + offs, mask=m, other=0.0)), mask=m)
+
+
+def test_round_bf16_matches_torch_cast(device):
+    g = torch.Generator().manual_seed(1)
+    x = torch.cat([torch.randn(50000, generator=g) * 10 ** torch.randint(-30, 30, (50000,), generator=g),
+                   torch.tensor([0.0, -0.0, 1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, 3.3895314e38, 1e-40, -1e-39])])
+    x = x.float().to(device)
+    y = torch.empty(x.shape, dtype=torch.bfloat16, device=device)
+    _bf16_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    assert torch.equal(y.view(torch.int16).cpu(), x.to(torch.bfloat16).view(torch.int16).cpu())

@@ -25,9 +25,15 @@ def _validate(m, l, acc, out_dtype):
             f"must be float32, bfloat16 or float16, got {out_dtype}")
 
 
-def merge_partials_into(m, l, acc, out, lse, *, _lose_split: bool = False) -> None:
-    """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation)."""
+def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool = False) -> None:
+    """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation).
+
+    row_exp: optional int32 [R]; the partials' m are then in a scaled domain, true max = m * 2^row_exp.
+    """
     _validate(m, l, acc, out.dtype)
+    if row_exp is not None:
+        require(row_exp.dtype == torch.int32 and row_exp.shape == m.shape[1:] and row_exp.is_contiguous(), "row_exp",
+                f"must be a contiguous int32 [{m.shape[1]}]")
     S, R, D = acc.shape
     require(out.shape == (R, D) and out.stride(-1) == 1, "out", f"must be [{R}, {D}] with a contiguous last dim")
     require(lse.shape == (R,) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
@@ -39,8 +45,9 @@ def merge_partials_into(m, l, acc, out, lse, *, _lose_split: bool = False) -> No
     grid = (R, triton.cdiv(D, block_d))
     from ._triton.merge_kernel import merge_partials_kernel
     # _lose_split merges one split fewer: the deliberately broken variant the power check must catch
-    merge_partials_kernel[grid](m, l, acc, out, lse, S - 1 if (_lose_split and S > 1) else S, D, m.stride(0), m.stride(1), acc.stride(0), acc.stride(1),
-                                out.stride(0), BLOCK_D=block_d)
+    merge_partials_kernel[grid](m, l, acc, out, lse, row_exp if row_exp is not None else lse,
+                                S - 1 if (_lose_split and S > 1) else S, D, m.stride(0), m.stride(1), acc.stride(0),
+                                acc.stride(1), out.stride(0), BLOCK_D=block_d, HAS_E=row_exp is not None)
 
 
 def merge_partials(m, l, acc, out_dtype=torch.float32, *, _lose_split: bool = False):

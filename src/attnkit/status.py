@@ -3,8 +3,8 @@ renders this into the README; keep it true (the tests check that an implemented 
 
 KERNEL_PATHS = {
     "sparse_int8": [
-        ("prefill (many rows)", "not implemented"),
-        ("split-K decode (1-16 rows) + merge", "not implemented"),
+        ("prefill (many rows; interpreter only, not yet run on a GPU)", "implemented"),
+        ("split-K decode (1-16 rows) + merge (interpreter only, not yet run on a GPU)", "implemented"),
     ],
     "mqa_decode": [
         ("head-padded (heads on M, padded to 64)", "not implemented"),

@@ -113,6 +113,44 @@ register(Gate(
 ))
 
 
+def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None):
+    from ..sparse_int8 import sparse_int8_attention
+    from ..testing.compare import poison_
+    out = poison_(torch.empty_like(inp["q"]))
+    lse = poison_(torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device))
+    return sparse_int8_attention(inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"],
+                                 inp["indices"], scale=inp["scale"], tiles_per_split=tiles_per_split, out=out,
+                                 lse=lse, _perturb=perturb)
+
+
+register(Gate(
+    name="sparse_int8/triton",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    subject=sparse_int8_kernel_call,
+    what="kernel: Triton sparse INT8 attention as dispatched (direct for more than 16 rows, split-K + merge "
+         "for 1 to 16)",
+    perturbations=(
+        Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
+        Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),
+        Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
+                     "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
+    ),
+))
+
+register(Gate(
+    name="sparse_int8/triton_split1",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, tiles_per_split=1),
+    what="kernel: Triton sparse INT8 attention forced to one candidate tile per split (every split boundary "
+         "exercised, trailing splits empty where N is not a multiple of the tile)",
+    perturbations=(
+        Perturbation("split-lost", "the last split left out of the merge", lambda c: c["N"] > 64),
+    ),
+))
+
+
 # --------------------------------------------------------------------------------------- mqa_decode
 
 

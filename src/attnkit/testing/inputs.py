@@ -190,6 +190,10 @@ def make_sparse_int8(case: Case, device="cpu", seed: int = 0) -> dict:
     k_hi = hi if p.get("model") else 0.4 / math.sqrt(D)
     key_scale = (torch.rand((Hkv, D), generator=gen, device=gen.device) * (k_hi - 0.001) + 0.001).float()
     value_scale = (torch.rand((Hkv, D), generator=gen, device=gen.device) * (hi - 0.01) + 0.01).float()
+    if p.get("vs_exp"):  # extreme value scales (exact powers of two apart from the random mantissa)
+        value_scale = value_scale * 2.0 ** p["vs_exp"]
+    if p.get("ks_sign"):  # negative key scales are legal
+        key_scale = key_scale * torch.where(torch.rand((Hkv, D), generator=gen, device=gen.device) < 0.5, -1.0, 1.0)
     idx = topk_indices(T, N, C, gen, invalid=p["invalid"], Hkv=Hkv if p["layout"] == "per_head" else None)
     out = dict(q=q, k_cache=k_cache, v_cache=v_cache, key_scale=key_scale, value_scale=value_scale, indices=idx,
                scale=p.get("scale", 1.0 / math.sqrt(D)))

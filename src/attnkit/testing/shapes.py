@@ -161,6 +161,8 @@ _si("sparse_int8-prefill", "r128-g12-n2048", 128, 24, 2, 256, 8192, 2048, tiers=
 _si("sparse_int8-edge", "n0", 3, 4, 1, 64, 50, 0)
 _si("sparse_int8-edge", "all-invalid-rows", 4, 4, 2, 64, 50, 17, invalid=1.0)
 _si("sparse_int8-edge", "n1-strided", 2, 4, 1, 64, 50, 1, strided=True)
+_si("sparse_int8-edge", "value-scale-2p20", 2, 4, 1, 64, 80, 65, vs_exp=20)
+_si("sparse_int8-edge", "value-scale-2m135-negative-key-scales", 3, 4, 2, 64, 80, 70, vs_exp=-135, ks_sign=True)
 _si("sparse_int8-edge", "big-cache", 2, 2, 1, 64, (1 << 20) + 3, 64, tiers=(FULL,))
 _si("sparse_int8-model", "ort-decode-r1", 1, 24, 2, 256, 8192, 2048, scale=1 / 16, model=True, tiers=(FULL,))
 _si("sparse_int8-model", "ort-decode-r8", 8, 24, 2, 256, 32768, 2048, scale=1 / 16, model=True, tiers=(FULL,))

@@ -1,0 +1,49 @@
+"""Launch rules and options of sparse_int8, as data.
+
+Split rule (decode, 1 to 16 rows): about two resident CTAs per SM, never more splits than candidate
+tiles; an explicit tiles-per-split overrides it. Evidence: none measured yet on a GPU: the sweep that
+will justify it is `attnkit bench --family sparse_int8` over forced tiles-per-split values, to be
+written here with its artifact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import IntOption, Switch
+
+SUPPORTED_HEAD_DIMS = (64, 128, 256)
+MAX_GROUP = 16
+DECODE_MAX_ROWS = 16
+BLOCK_N = 64
+SPLIT_TARGET_CTAS_PER_SM = 2
+
+TILES_PER_SPLIT = IntOption("tiles_per_split", "ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT", None, 1, 1 << 20,
+                            "candidate tiles (of BLOCK_N) per split in decode; default: the split rule")
+PV_SPLIT = Switch("pv_split", "ATTNKIT_SPARSE_INT8_PV_SPLIT", True,
+                  "probability tile as a bf16 high part plus a residual (needed for exact cancellation)")
+VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
+                  "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
+
+
+@dataclass(frozen=True)
+class Plan:
+    num_splits: int
+    cands_per_split: int
+    block_r: int
+    block_n: int
+    direct: bool  # one split: the kernel writes the output itself
+
+
+def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None) -> Plan:
+    """A pure function of shapes and device."""
+    block_r = 16 if group <= 16 else 32
+    tiles = max(1, -(-n // BLOCK_N))
+    if T > DECODE_MAX_ROWS and tiles_per_split is None:
+        return Plan(1, tiles * BLOCK_N, block_r, BLOCK_N, True)
+    if tiles_per_split is None:
+        want = -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // max(1, T * hkv))
+        splits = max(1, min(want, tiles))
+        tiles_per_split = -(-tiles // splits)
+    splits = -(-tiles // tiles_per_split)
+    return Plan(splits, tiles_per_split * BLOCK_N, block_r, BLOCK_N, False)

@@ -1,0 +1,103 @@
+"""Host side of sparse_int8: options, validation, plan, launch. Kernel: kernel.py; rules: config.py;
+semantics: docs/sparse_int8.md and attnkit.reference.sparse_int8."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .._runtime import check_device, interpreting, require
+from .config import MAX_GROUP, PV_SPLIT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT, VALIDATE, plan
+
+PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
+
+
+def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
+    require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.dtype == torch.bfloat16, "q",
+            "must be a bfloat16 [T, Hq, D] tensor")
+    check_device("q", q)
+    T, Hq, D = q.shape
+    require(D in SUPPORTED_HEAD_DIMS, "q", f"head dim {D} not in {SUPPORTED_HEAD_DIMS}")
+    require(q.stride(-1) == 1, "q", "last dimension must be contiguous")
+    for n, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+        require(isinstance(c, torch.Tensor) and c.dim() == 3 and c.dtype == torch.int8, n, "must be an int8 [Hkv, C, D] tensor")
+        require(c.device == q.device, n, f"must be on q's device {q.device}")
+        require(c.shape[2] == D, n, f"head dim {c.shape[2]} differs from q's {D}")
+        require(c.stride(-1) == 1, n, "last dimension must be contiguous (other strides may be anything)")
+    require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride(), "v_cache",
+            "must have k_cache's shape and strides")
+    Hkv, C = k_cache.shape[:2]
+    require(Hkv > 0 and Hq % Hkv == 0 and Hq // Hkv <= MAX_GROUP, "k_cache",
+            f"Hq={Hq} must be Hkv={Hkv} times 1 to {MAX_GROUP}")
+    for n, s in (("key_scale", key_scale), ("value_scale", value_scale)):
+        require(isinstance(s, torch.Tensor) and s.dtype == torch.float32 and tuple(s.shape) == (Hkv, D)
+                and s.is_contiguous() and s.device == q.device, n, f"must be a contiguous float32 [{Hkv}, {D}] on {q.device}")
+    require(isinstance(indices, torch.Tensor) and indices.dtype == torch.int32, "indices", "must be int32")
+    require(indices.device == q.device, "indices", f"must be on {q.device}")
+    require((indices.dim() == 2 and indices.shape[0] == T) or (indices.dim() == 3 and indices.shape[:2] == (T, Hkv)),
+            "indices", f"must be [T={T}, N] or [T, Hkv={Hkv}, N], got {tuple(indices.shape)}")
+    require(indices.stride(-1) == 1, "indices", "last dimension must be contiguous")
+    if scale is not None:
+        require(math.isfinite(float(scale)) and float(scale) >= 0, "scale", "must be finite and non-negative")
+
+
+def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
+                          pv_split=None, validate=None, out=None, lse=None, _perturb=None):
+    """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
+
+    Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
+    ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
+    ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
+    """
+    tps = TILES_PER_SPLIT.resolve(tiles_per_split)
+    pv = PV_SPLIT.resolve(pv_split)
+    val = VALIDATE.resolve(validate)
+    _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
+    T, Hq, D = q.shape
+    Hkv, C = k_cache.shape[:2]
+    N = indices.shape[-1]
+    if val:
+        if indices.numel():
+            lo, hi = int(indices.min()), int(indices.max())
+            require(lo >= -1 and hi < C, "indices", f"must lie in [-1, {C}), found [{lo}, {hi}]")
+        require(bool(torch.isfinite(key_scale).all()), "key_scale", "holds a non-finite value")
+        require(bool(torch.isfinite(value_scale).all()), "value_scale", "holds a non-finite value")
+    if out is None:
+        out = torch.empty_like(q)
+    require(out.shape == q.shape and out.dtype == q.dtype and out.stride() == q.stride(), "out",
+            f"must be {tuple(q.shape)} bf16 with q's strides")
+    if lse is None:
+        lse = torch.empty((T, Hq), dtype=torch.float32, device=q.device)
+    require(lse.shape == (T, Hq) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
+            f"must be a contiguous float32 [{T}, {Hq}]")
+    if T == 0:
+        return out, lse
+    sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    mant, exp = math.frexp(sc)  # sc = mant * 2^exp, mant in [0.5, 1): pass mant * 2, exp - 1
+    mant, exp = (2 * mant, exp - 1) if sc > 0 else (0.0, 0)
+    sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
+    p = plan(T, Hkv, Hq // Hkv, N, sm, tps)
+    R = T * Hq
+    if p.direct:
+        m = l = acc = e = lse  # unused
+    else:
+        m = torch.empty((p.num_splits, R), dtype=torch.float32, device=q.device)
+        l = torch.empty_like(m)
+        acc = torch.empty((p.num_splits, R, D), dtype=torch.float32, device=q.device)
+        e = torch.empty((R,), dtype=torch.int32, device=q.device)
+    from .kernel import sparse_int8_kernel
+    sparse_int8_kernel[(p.num_splits, T, Hkv)](
+        q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse,
+        mant, exp, C, N, p.cands_per_split,
+        q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), indices.stride(0),
+        indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
+        acc.stride(0) if not p.direct else 0,
+        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
+        PV_SPLIT=pv, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=4, num_stages=2,
+    )
+    if not p.direct:
+        from .. import splitk
+        splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), row_exp=e,
+                                   _lose_split=_perturb == "split-lost")
+    return out, lse

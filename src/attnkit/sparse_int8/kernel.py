@@ -1,0 +1,128 @@
+"""sparse_int8 kernel: top-k sparse attention over an INT8 KV cache, prefill (one split per row, direct
+output) and split-K decode (partials merged by attnkit._triton.merge_kernel).
+
+Computes   per token t and KV head g, for the GROUP query heads of g packed as tile rows:
+           s_j = scale * sum_d q[t,h,d] key_scale[g,d] k[g, idx_j, d] over valid candidates,
+           o = value_scale[g] * sum_j softmax(s)_j v[g, idx_j].
+Contract   q [T, Hq, D] bf16; caches [Hkv, C, D] int8 (strided); scales [Hkv, D] fp32; indices [T, N] or
+           [T, Hkv, N] int32 (-1 empty; anything outside [-1, C) is skipped, never read).
+Numerics   The folded query q' = q * key_scale * scale is formed from power-of-two-normalized factors and
+           renormalized per row (q' = q'' * 2^E_r, max|q''| in [1, 2)), exactly; q'' enters the MMA as a
+           bf16 high part plus a bf16 residual (16 bits of precision; int8 k is exact in bf16). Scores
+           stay in the scaled domain s'' with the row's exponent E_r; the maximum is subtracted there and
+           only the difference is scaled, in the natural-log domain, by 2^E_r and log2(e). The probability
+           tile enters the second MMA as a bf16 high part plus a residual (PV_SPLIT), so 0.5 +- 2^-14
+           survive; bf16 has fp32's exponent range, so no probability underflows the tile. The value
+           scale multiplies the fp32 accumulator after the accumulation.
+           The LSE is returned in fp32 and saturates to +-inf where the true one lies outside fp32.
+Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config).
+Oracle     attnkit.reference.sparse_int8 (partials: sparse_int8_partials_ref); gate "sparse_int8/triton".
+PERTURB    1: the first candidate of every split skipped; 3: value scale applied to v before the
+           accumulation, in FP16 (overflow above 65504, flush below 2^-24). (2, a split lost, is the
+           merge's.)
+"""
+
+import triton
+import triton.language as tl
+
+from .._triton.pow2 import frexp_exp, ldexp
+from .._triton.rounding import to_bf16
+
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
+
+
+@triton.jit
+def _mma(a, b, acc, DOT_F32: tl.constexpr):
+    if DOT_F32:  # Triton's interpreter multiplies bf16 bit patterns: widen exact bf16 values to fp32
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc)
+
+
+@triton.jit
+def sparse_int8_kernel(
+    Q, KC, VC, KS, VS, IDX, M_OUT, L_OUT, ACC_OUT, E_OUT, OUT, LSE,
+    scale_mant, scale_exp, C, N, cands_per_split,
+    stride_qt, stride_qh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
+    HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+    DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+):
+    split = tl.program_id(0)
+    t = tl.program_id(1)
+    g = tl.program_id(2)
+    rows = tl.arange(0, BLOCK_R)
+    row_ok = rows < GROUP
+    head = g * GROUP + rows
+    offs_d = tl.arange(0, HEAD_DIM)
+
+    # ---- the folded query, exactly normalized: q' = q'' * 2^E_r
+    q = tl.load(Q + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
+                mask=row_ok[:, None], other=0.0).to(tl.float32)
+    ks = tl.load(KS + g * HEAD_DIM + offs_d)
+    e_q = frexp_exp(tl.max(tl.abs(q), 1))
+    e_k = frexp_exp(tl.max(tl.abs(ks), 0))
+    qf = ldexp(q, -e_q[:, None]) * ldexp(ks, -e_k)[None, :] * scale_mant
+    e_2 = frexp_exp(tl.max(tl.abs(qf), 1))
+    qn = ldexp(qf, -e_2[:, None])
+    E = e_q + e_k + scale_exp + e_2  # [BLOCK_R] int32
+    q_hi = qn.to(tl.bfloat16)
+    q_lo = (qn - q_hi.to(tl.float32)).to(tl.bfloat16)
+
+    m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)  # scaled domain
+    l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_R, HEAD_DIM], dtype=tl.float32)
+    if PERTURB == 3:
+        vs_row = tl.load(VS + g * HEAD_DIM + offs_d)
+    c0 = split * cands_per_split
+    c1 = tl.minimum(c0 + cands_per_split, N)
+    idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
+    for j0 in range(c0, c1, BLOCK_N):
+        offs_j = j0 + tl.arange(0, BLOCK_N)
+        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+        valid = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
+        if PERTURB == 1:
+            valid = valid & (offs_j != c0)
+        safe = tl.where(valid, idx, 0).to(tl.int64)
+        k = tl.load(KC + g * stride_kh + safe[None, :] * stride_kc + offs_d[:, None], mask=valid[None, :], other=0)
+        kb = k.to(tl.float32).to(tl.bfloat16)  # int8 is exact in bf16 (via fp32: the interpreter
+        # converts int8 to bf16 by reinterpreting bits)
+        s = _mma(q_hi, kb, tl.zeros([BLOCK_R, BLOCK_N], dtype=tl.float32), DOT_F32)
+        s = _mma(q_lo, kb, s, DOT_F32)
+        s = tl.where(valid[None, :] & row_ok[:, None], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        # natural-log differences, scaled by 2^E_r only after the maximum is subtracted
+        alpha = tl.exp2(ldexp(m_i - m_safe, E) * LOG2E)
+        p = tl.exp2(ldexp(s - m_safe[:, None], E[:, None]) * LOG2E)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(VC + g * stride_kh + safe[:, None] * stride_kc + offs_d[None, :], mask=valid[:, None], other=0)
+        if PERTURB == 3:
+            vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
+        else:
+            vb = v.to(tl.float32).to(tl.bfloat16)
+        p_hi = p.to(tl.bfloat16)
+        acc = _mma(p_hi, vb, acc, DOT_F32)
+        if PV_SPLIT:
+            acc = _mma((p - p_hi.to(tl.float32)).to(tl.bfloat16), vb, acc, DOT_F32)
+        m_i = m_new
+
+    if PERTURB != 3:
+        acc = acc * tl.load(VS + g * HEAD_DIM + offs_d)[None, :]
+    r_idx = t.to(tl.int64) * HQ + head
+    if DIRECT:
+        ok = l_i > 0
+        den = tl.where(ok, l_i, 1.0)
+        o = tl.where(ok[:, None], acc / den[:, None], 0.0)
+        tl.store(OUT + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
+                 to_bf16(o), mask=row_ok[:, None])
+        lse = tl.where(ok, ldexp(m_i, E) + tl.log(den), float("-inf"))
+        tl.store(LSE + r_idx, lse, mask=row_ok)
+    else:
+        tl.store(M_OUT + split * stride_ms + r_idx, m_i, mask=row_ok)
+        tl.store(L_OUT + split * stride_ms + r_idx, l_i, mask=row_ok)
+        tl.store(ACC_OUT + split * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc,
+                 mask=row_ok[:, None])
+        if split == 0:
+            tl.store(E_OUT + r_idx, E, mask=row_ok)
