@@ -10,6 +10,8 @@ Registered ops:
   cu_seqlens_q, table, window, beyond, softmax_scale, max_seqlen_q, k_scale?, v_scale?) -> (out, lse)``:
   relbias attention (no host sync: ``max_seqlen_q`` is given, validation is the caller's ``attnkit``
   call's business). ``window = 0`` means a global layer.
+- ``attnkit::sparse_int8(q, k_cache, v_cache, key_scale, value_scale, indices, scale, tiles_per_split)
+  -> (out, lse)``: sparse INT8 attention without host checks (``tiles_per_split = 0``: the split rule).
 - ``attnkit::relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache!, v_cache!, block_table, seqused_k,
   k_scale?, v_scale?) -> ()``: append new tokens into the paged cache (fp8-quantizing).
 """
@@ -90,3 +92,16 @@ def relbias_write_kv(k_new: Tensor, v_new: Tensor, cu_seqlens_new: Tensor, k_cac
 def _relbias_write_kv_fake(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale=None,
                            v_scale=None):
     return None
+
+
+@torch.library.custom_op("attnkit::sparse_int8", mutates_args=())
+def sparse_int8(q: Tensor, k_cache: Tensor, v_cache: Tensor, key_scale: Tensor, value_scale: Tensor, indices: Tensor,
+                scale: float, tiles_per_split: int) -> tuple[Tensor, Tensor]:
+    from .sparse_int8 import sparse_int8_attention
+    return sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, scale=scale,
+                                 tiles_per_split=tiles_per_split or None, validate=False)
+
+
+@sparse_int8.register_fake
+def _sparse_int8_fake(q, k_cache, v_cache, key_scale, value_scale, indices, scale, tiles_per_split):
+    return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)

@@ -1,0 +1,107 @@
+"""sparse_int8 kernel: interface, options, determinism, custom op (the gate covers the shape families)."""
+
+import pytest
+import torch
+
+import attnkit.ops  # noqa: F401
+from attnkit.gate.specs import sparse_int8_kernel_call
+from attnkit.reference import sparse_int8_ref
+from attnkit.sparse_int8 import sparse_int8_attention
+from attnkit.sparse_int8.config import BLOCK_N, plan
+from attnkit.testing import compare, shapes, unwritten
+from attnkit.testing.baselines import sparse_int8_baseline
+from attnkit.testing.inputs import make_inputs
+from attnkit.testing.opcheck import check_custom_op
+
+
+def _inp(device, case="sparse_int8-decode-r3-g6-n509-perhead", seed=0):
+    return make_inputs(shapes.get(case), device, seed)
+
+
+def _args(i):
+    return i["q"], i["k_cache"], i["v_cache"], i["key_scale"], i["value_scale"], i["indices"]
+
+
+def test_split_plan_is_a_pure_function():
+    p = plan(1, 2, 12, 2048, 132, None)
+    assert not p.direct and p.num_splits * p.cands_per_split >= 2048 and p.num_splits <= 2048 // BLOCK_N
+    assert plan(128, 2, 12, 2048, 132, None).direct
+    assert plan(8, 2, 12, 8192, 132, 1).num_splits == 128  # the override: one tile per split
+    assert plan(1, 1, 1, 0, 132, None).num_splits == 1
+
+
+@pytest.mark.parametrize("tps", [1, 2, 3, 64])
+def test_forced_tiles_per_split_with_empty_splits(tps, device):
+    i = _inp(device)
+    out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps)
+    ref, ref_lse = sparse_int8_ref(*_args(i), scale=i["scale"])
+    base, base_lse = sparse_int8_baseline(i)
+    assert unwritten(out) == 0
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+def test_deterministic_run_to_run(device):
+    i = _inp(device)
+    a = sparse_int8_kernel_call(i)
+    b = sparse_int8_kernel_call(i)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+def test_out_of_range_index_is_an_error_and_never_read(device):
+    i = _inp(device, "sparse_int8-decode-r1-g4-n65")
+    bad = i["indices"].clone()
+    bad[0, 3] = i["k_cache"].shape[1] + 5
+    with pytest.raises(ValueError, match="indices: must lie in"):
+        sparse_int8_attention(*_args(dict(i, indices=bad)), scale=i["scale"])
+    # without validation the entry is skipped like -1 (never read)
+    skipped = i["indices"].clone()
+    skipped[0, 3] = -1
+    a, _ = sparse_int8_attention(*_args(dict(i, indices=bad)), scale=i["scale"], validate=False)
+    b, _ = sparse_int8_attention(*_args(dict(i, indices=skipped)), scale=i["scale"])
+    assert torch.equal(a, b)
+
+
+def test_bad_input_raises_naming_the_argument(device):
+    i = _inp(device, "sparse_int8-decode-r1-g4-n65")
+    q, kc, vc, ks, vs, idx = _args(i)
+    for args, match in [((q.half(), kc, vc, ks, vs, idx), "q:"), ((q, kc.float(), vc, ks, vs, idx), "k_cache:"),
+                        ((q, kc, vc, ks[:, :3], vs, idx), "key_scale:"), ((q, kc, vc, ks, vs, idx.long()), "indices:"),
+                        ((q[..., :32].contiguous(), kc, vc, ks, vs, idx), "q:")]:
+        with pytest.raises(ValueError, match=match):
+            sparse_int8_attention(*args)
+    with pytest.raises(ValueError, match="scale"):
+        sparse_int8_attention(q, kc, vc, ks, vs, idx, scale=float("nan"))
+    inf_vs = vs.clone()
+    inf_vs[0, 0] = float("inf")
+    with pytest.raises(ValueError, match="value_scale"):
+        sparse_int8_attention(q, kc, vc, ks, inf_vs, idx)
+
+
+def test_options_from_the_environment(device, monkeypatch):
+    i = _inp(device, "sparse_int8-decode-r1-g4-n65")
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT", "01")
+    with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT"):
+        sparse_int8_attention(*_args(i))
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT", "1")
+    sparse_int8_attention(*_args(i))  # accepted
+    sparse_int8_attention(*_args(i), tiles_per_split=2)  # the argument wins
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_PV_SPLIT", "true")
+    with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_PV_SPLIT"):
+        sparse_int8_attention(*_args(i))
+
+
+def test_sparse_int8_custom_op(device):
+    i = _inp(device, "sparse_int8-decode-r1-g4-n65", seed=2)
+    args = [*_args(i), float(i["scale"]), 0]
+
+    def refresh(a):
+        a[0].copy_(a[0] * 0.5)
+
+    assert check_custom_op(torch.ops.attnkit.sparse_int8, args, refresh=refresh)["opcheck"]
+
+
+def test_heads_must_be_a_multiple(device):
+    i = _inp(device)  # Hq = 12, Hkv = 2
+    with pytest.raises(ValueError, match="k_cache: Hq=3"):
+        sparse_int8_attention(i["q"][:, :3].contiguous(), *_args(i)[1:])
