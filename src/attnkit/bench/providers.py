@@ -46,6 +46,8 @@ PROVIDERS: dict[str, list[Provider]] = {
                  lambda inp: peers.relbias_sdpa(inp, backend="efficient", bias=True)),
     ],
     "sparse_int8": [
+        Provider("attnkit", "sparse_int8", "ours", "attnkit.sparse_int8.sparse_int8_attention as dispatched "
+                 "(validation off in the timed call)", lambda inp: _sparse_ours(inp)),
         Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
                  lambda inp: peers.sparse_int8_torch(inp)),
     ],
@@ -77,6 +79,15 @@ def _relbias_ours(inp):
     relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], **kw)
     return lambda: relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], validate=False,
                                      **kw)
+
+
+def _sparse_ours(inp):
+    from ..sparse_int8 import sparse_int8_attention
+    args = (inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"], inp["indices"])
+    out = torch.empty_like(inp["q"])
+    lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
+    sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse)  # validate once, here
+    return lambda: sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, validate=False)
 
 
 def providers(family: str, names=None) -> list[Provider]:

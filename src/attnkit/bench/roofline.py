@@ -76,7 +76,11 @@ def sparse_int8_work(case: Case) -> tuple[int, int]:
     p = case.params
     T, Hq, Hkv, D, N = p["T"], p["Hq"], p["Hkv"], p["D"], p["N"]
     valid = round(N * (1 - p["invalid"]))
-    nbytes = 2 * T * Hq * D * 2 + 2 * T * Hkv * valid * D + 2 * Hkv * D * 4 + T * N * 4
+    # each distinct selected cache row is read once: the expected number of distinct rows among T * valid
+    # uniform draws from C (rows shared by many queries, as in prefill, come from L2 after the first read)
+    C = p["C"]
+    distinct = C * (1.0 - (1.0 - 1.0 / C) ** (T * valid)) if C else 0.0
+    nbytes = int(2 * T * Hq * D * 2 + 2 * Hkv * distinct * D + 2 * Hkv * D * 4 + T * N * 4)
     return nbytes, 4 * T * Hq * valid * D
 
 

@@ -172,7 +172,7 @@ def make_sparse_int8(case: Case, device="cpu", seed: int = 0) -> dict:
     p = case.params
     gen = generator(case_seed(case, seed), device)
     T, Hq, Hkv, D, C, N = p["T"], p["Hq"], p["Hkv"], p["D"], p["C"], p["N"]
-    q_std = 1.4 if p.get("model") else 1.0
+    q_std = (1.4 if p.get("model") else 1.0) * p.get("q_mult", 1.0)
     q = randn((T, Hq, D), gen, std=q_std, dtype=torch.bfloat16)
 
     def cache():

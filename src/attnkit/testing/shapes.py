@@ -164,8 +164,19 @@ _si("sparse_int8-edge", "n1-strided", 2, 4, 1, 64, 50, 1, strided=True)
 _si("sparse_int8-edge", "value-scale-2p20", 2, 4, 1, 64, 80, 65, vs_exp=20)
 _si("sparse_int8-edge", "value-scale-2m135-negative-key-scales", 3, 4, 2, 64, 80, 70, vs_exp=-135, ks_sign=True)
 _si("sparse_int8-edge", "big-cache", 2, 2, 1, 64, (1 << 20) + 3, 64, tiers=(FULL,))
-_si("sparse_int8-model", "ort-decode-r1", 1, 24, 2, 256, 8192, 2048, scale=1 / 16, model=True, tiers=(FULL,))
-_si("sparse_int8-model", "ort-decode-r8", 8, 24, 2, 256, 32768, 2048, scale=1 / 16, model=True, tiers=(FULL,))
+# ONNX Runtime's model shapes (24 query heads, 2 KV heads, D = 256, 2048 candidates, scale 1/16, queries of
+# standard deviation 1.4, int8 codes of standard deviation 40, scales up to 0.285): benchmarked and gated.
+_MS = dict(scale=1 / 16, model=True, invalid=0.0, tiers=(FULL, BENCH))
+for _t in (1, 2, 4, 8):
+    _si("sparse_int8-model", f"decode-r{_t}-c32k", _t, 24, 2, 256, 32768, 2048, **_MS)
+_si("sparse_int8-model", "decode-r1-c8k", 1, 24, 2, 256, 8192, 2048, **_MS)
+for _t in (128, 2048, 8192):
+    _si("sparse_int8-model", f"prefill-r{_t}-c8k", _t, 24, 2, 256, 8192, 2048, **_MS)
+# adversarial inputs (the cliff check): queries 8x larger; value scales 2^16 .. 2^60 with wide logit spreads
+_si("sparse_int8-model", "decode-r8-q8x", 8, 24, 2, 256, 32768, 2048, q_mult=8.0, **_MS)
+_si("sparse_int8-model", "prefill-r2048-q8x", 2048, 24, 2, 256, 8192, 2048, q_mult=8.0, **_MS)
+_si("sparse_int8-model", "decode-r8-vscale2p60", 8, 24, 2, 256, 32768, 2048, q_mult=2.0, vs_exp=60, **_MS)
+_si("sparse_int8-model", "prefill-r2048-vscale2p16", 2048, 24, 2, 256, 8192, 2048, q_mult=2.0, vs_exp=16, **_MS)
 
 # ------------------------------------------------------------------------------------------ mqa_decode
 # params: T, H, H_pad, fmt ("fp8"|"nvfp4"), page_size, W, K, partial (fraction of -1 slots)
