@@ -9,7 +9,7 @@ KERNEL_PATHS = {
     "mqa_decode": [
         ("head-padded (heads on M, padded to 64)", "not implemented"),
         ("swap-AB (slots on M, 16 / 32 live heads on N)", "not implemented"),
-        ("record writer (fp8 / nvfp4)", "not implemented"),
+        ("record writer (fp8 / nvfp4; interpreter only, not yet run on a GPU)", "implemented"),
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8 (Triton)", "implemented"),

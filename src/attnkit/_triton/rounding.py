@@ -16,3 +16,9 @@ def to_bf16(x):
     bits = x.to(tl.int32, bitcast=True)
     bits = bits + 0x7FFF + ((bits >> 16) & 1)
     return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def bf16_to_f32(x):
+    """bf16 -> fp32 by bits (exact; the interpreter mangles bf16 subnormals in a plain conversion)."""
+    return (x.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)

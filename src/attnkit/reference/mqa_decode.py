@@ -176,10 +176,26 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
     return x
 
 
+def rope_rotate_fp32(x: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
+    """The writer's rotation, in fp32 with each product and the difference / sum rounded separately
+    (no fused multiply-add): x'[2i] = x[2i] c - x[2i+1] s, x'[2i+1] = x[2i] s + x[2i+1] c."""
+    x = x.to(torch.float32).clone()
+    cs = cos_sin.to(torch.float32)[positions.long()]
+    half = MQA_ROPE_DIM // 2
+    cos, sin = cs[:, :half], cs[:, half:]
+    r = x[..., MQA_DIM - MQA_ROPE_DIM:]
+    a, b = r[..., 0::2], r[..., 1::2]
+    ra = (a * cos) - (b * sin)
+    rb = (a * sin) + (b * cos)
+    x[..., MQA_DIM - MQA_ROPE_DIM:] = torch.stack([ra, rb], dim=-1).flatten(-2)
+    return x
+
+
 def mqa_write_ref(latent: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, fmt: str) -> torch.Tensor:
-    """bf16 latents [n, 512] -> records [n, record_bytes]: RoPE dims rotated, then quantized."""
+    """bf16 latents [n, 512] -> records [n, record_bytes]: RoPE dims rotated in fp32 (the writer's
+    definition, see rope_rotate_fp32), then quantized by the rounding rule of the module doc."""
     size, enc, _ = RECORD_FORMATS[fmt]
-    return enc(rope_rotate(latent.to(F64), positions, cos_sin))
+    return enc(rope_rotate_fp32(latent, positions, cos_sin))
 
 
 def gather_records(cache: torch.Tensor, slots: torch.Tensor, fmt: str) -> torch.Tensor:

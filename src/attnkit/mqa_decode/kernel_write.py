@@ -1,0 +1,93 @@
+"""mqa_decode record writer.
+
+Computes   record(slot_i) = quantize(rotate(latent_i, pos_i)) for fp8 (528 bytes) or nvfp4 (288 bytes)
+           records; the layouts and the rounding rule are attnkit.reference.mqa_decode's.
+Contract   latent [n, 512] bf16; positions [n] int; cos_sin [max_pos, 64] fp32 (32 cos, 32 sin); slots [n]
+           int (page * page_size + offset; -1 skips the row); cache [num_pages, page_size, stride] uint8.
+Numerics   RoPE in fp32 with every product and sum rounded separately (the launch turns fp fusion off,
+           so the bytes match the reference's fp32 rotation); fp8: the block scale is the smallest power
+           of two keeping amax within 448, found from the bits (no log2), values scaled exactly and
+           rounded to nearest even on the e4m3 grid; nvfp4: the smallest e4m3 scale s with 6 s >= amax,
+           values quantized by exact comparisons with the e2m1 decision points times s (ties to even).
+Dispatch   attnkit.mqa_decode.interface.mqa_write_records, one program per latent row.
+Oracle     attnkit.reference.mqa_decode.mqa_write_ref; tests/test_mqa_writer.py (byte-exact).
+"""
+
+import triton
+import triton.language as tl
+
+from .._triton.fp8 import round_e4m3
+from .._triton.pow2 import frexp_exp, ldexp
+from .._triton.rounding import bf16_to_f32
+
+
+@triton.jit
+def _e2m1_code(x, s):
+    """e2m1 code (0..15) of x / s by exact comparisons (s > 0, s * t exact for the decision points t)."""
+    ax = tl.abs(x)
+    # decision points between codes k and k + 1; a tie goes to the even code (>= where k + 1 is even)
+    code = (ax > 0.25 * s).to(tl.int32)
+    code += (ax >= 0.75 * s).to(tl.int32)
+    code += (ax > 1.25 * s).to(tl.int32)
+    code += (ax >= 1.75 * s).to(tl.int32)
+    code += (ax > 2.5 * s).to(tl.int32)
+    code += (ax >= 3.5 * s).to(tl.int32)
+    code += (ax > 5.0 * s).to(tl.int32)
+    sign = (x.to(tl.int32, bitcast=True) < 0).to(tl.int32) * 8
+    return code + sign
+
+
+@triton.jit
+def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
+                     NVFP4: tl.constexpr):
+    i = tl.program_id(0)
+    slot = tl.load(SLOTS + i).to(tl.int64)
+    if slot >= 0:
+        pos = tl.load(POS + i).to(tl.int64)
+        p = tl.arange(0, 256)  # pair index: dims 2p (a) and 2p + 1 (b)
+        base = LAT + i.to(tl.int64) * stride_lat
+        a = bf16_to_f32(tl.load(base + 2 * p))
+        b = bf16_to_f32(tl.load(base + 2 * p + 1))
+        rope = p >= 224  # the last 64 dims = pairs 224..255
+        j = tl.where(rope, p - 224, 0)
+        c = tl.load(COS_SIN + pos * 64 + j, mask=rope, other=1.0)
+        s = tl.load(COS_SIN + pos * 64 + 32 + j, mask=rope, other=0.0)
+        ac = a * c
+        bs = b * s
+        as_ = a * s
+        bc = b * c
+        ra = tl.where(rope, ac - bs, a)
+        rb = tl.where(rope, as_ + bc, b)
+        rec = CACHE + slot * stride_rec
+        if NVFP4:
+            a2 = tl.reshape(ra, (32, 8))
+            b2 = tl.reshape(rb, (32, 8))
+            amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [32] blocks of 16 dims
+            r = tl.minimum(amax / 6.0, 448.0)
+            sc = round_e4m3(r)
+            step_e = tl.where(sc > 0, tl.maximum(frexp_exp(sc), -6) - 3, -9)  # e4m3 grid step at sc
+            step = ldexp(tl.full(sc.shape, 1.0, tl.float32), step_e)
+            sc = tl.where((sc * 6.0 < amax) & (sc < 448.0), sc + step, sc)  # smallest grid value with 6 s >= amax
+            sc_ok = sc > 0
+            ssafe = tl.where(sc_ok, sc, 1.0)
+            ca = tl.where(sc_ok[:, None], _e2m1_code(a2, ssafe[:, None]), 0)
+            cb = tl.where(sc_ok[:, None], _e2m1_code(b2, ssafe[:, None]), 0)
+            byte = tl.reshape(ca | (cb << 4), (256,))
+            tl.store(rec + p, byte.to(tl.uint8))
+            tl.store(rec + 256 + tl.arange(0, 32), sc.to(tl.float8e4nv).to(tl.uint8, bitcast=True))
+        else:
+            a2 = tl.reshape(ra, (16, 16))
+            b2 = tl.reshape(rb, (16, 16))
+            amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [16] blocks of 32 dims
+            ea = frexp_exp(amax)
+            mant = ldexp(amax, -ea)  # in [1, 2)
+            e = tl.where(mant <= 1.75, ea - 8, ea - 7)  # smallest 2^e with amax <= 448 * 2^e (448 = 1.75 * 2^8)
+            e = tl.where(amax > 0, e, -127)
+            e = tl.minimum(tl.maximum(e, -127), 127)
+            va = tl.minimum(tl.maximum(ldexp(a2, -e[:, None]), -448.0), 448.0)
+            vb = tl.minimum(tl.maximum(ldexp(b2, -e[:, None]), -448.0), 448.0)
+            qa = tl.reshape(round_e4m3(va).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
+            qb = tl.reshape(round_e4m3(vb).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
+            tl.store(rec + 2 * p, qa)
+            tl.store(rec + 2 * p + 1, qb)
+            tl.store(rec + 512 + tl.arange(0, 16), (e + 127).to(tl.uint8))

@@ -1,0 +1,88 @@
+"""The record writer kernel against the reference writer, byte for byte, on random latents and on the
+edge values of both formats."""
+
+import pytest
+import torch
+
+from attnkit.mqa_decode import mqa_write_records
+from attnkit.reference.mqa_decode import RECORD_FORMATS, mqa_write_ref
+from attnkit.testing.inputs import rope_cos_sin
+
+
+def _latents(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 512, generator=g) * torch.exp2(torch.randint(-20, 20, (n, 1), generator=g).float())
+    x[0, :32] = 448.0  # fp8: amax exactly 448 -> scale 2^0
+    x[0, 32] = 449.0  # amax just above 448 -> 2^1
+    x[0, 64:96] = 0.0  # a block of zeros
+    x[0, 96:128] = -0.0  # signed zeros
+    x[0, 128:160] = 2.0 ** -130  # subnormal-range values
+    x[1, :16] = torch.linspace(-6, 6, 16)  # nvfp4: amax 6 -> scale 1.0
+    x[1, 16] = 6.0 * 448  # the largest nvfp4 scale
+    x[1, 32] = 6.0 * 448 * 4  # beyond it: saturates
+    x[1, 48:64] = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0] * 2)  # e2m1 ties at scale 1
+    return x.to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
+def test_writer_matches_reference_byte_for_byte(fmt, device):
+    n, ps = 12, 16
+    lat = _latents(n, 0)
+    pos = torch.tensor([0, 1, 5, 100, 4095, 17, 3, 8, 9, 10, 11, 2047])
+    cs = rope_cos_sin(4096)
+    size = RECORD_FORMATS[fmt][0]
+    stride = (size + 15) // 16 * 16 + 16
+    cache = torch.randint(0, 256, (3, ps, stride), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    before = cache.clone()
+    slots = torch.tensor([5, 0, 47, 13, -1, 20, 21, 22, 30, 31, 40, 1])  # -1: skipped
+    c = cache.to(device)
+    mqa_write_records(lat.to(device), pos.to(device), cs.to(device), slots.to(device), c, fmt)
+    got = c.cpu().view(-1, stride)
+    ref = mqa_write_ref(lat, pos, cs, fmt)
+    for i, sl in enumerate(slots.tolist()):
+        if sl >= 0:
+            assert torch.equal(got[sl, :size], ref[i]), (fmt, i, (got[sl, :size] != ref[i]).nonzero()[:5].tolist())
+    written = set(s for s in slots.tolist() if s >= 0)
+    untouched = [s for s in range(got.shape[0]) if s not in written]
+    assert torch.equal(got[untouched], before.view(-1, stride)[untouched])  # other slots untouched
+    assert torch.equal(got[:, size:], before.view(-1, stride)[:, size:])  # record padding untouched
+
+
+def test_writer_rejects_bad_input(device):
+    cs = rope_cos_sin(16).to(device)
+    lat = torch.zeros(2, 512, dtype=torch.bfloat16, device=device)
+    cache = torch.zeros(1, 16, 528, dtype=torch.uint8, device=device)
+    pos = torch.tensor([0, 1], device=device)
+    with pytest.raises(ValueError, match="slots"):
+        mqa_write_records(lat, pos, cs, torch.tensor([0, 16], device=device), cache, "fp8")
+    with pytest.raises(ValueError, match="slots"):
+        mqa_write_records(lat, pos, cs, torch.tensor([3, 3], device=device), cache, "fp8")
+    with pytest.raises(ValueError, match="positions"):
+        mqa_write_records(lat, torch.tensor([0, 16], device=device), cs, torch.tensor([0, 1], device=device), cache, "fp8")
+    with pytest.raises(ValueError, match="cache"):
+        mqa_write_records(lat, pos, cs, torch.tensor([0, 1], device=device), cache[..., :520], "fp8")
+    with pytest.raises(ValueError, match="fmt"):
+        mqa_write_records(lat, pos, cs, torch.tensor([0, 1], device=device), cache, "fp4")
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
+def test_writer_random_magnitudes_byte_exact(fmt, device):
+    cs = rope_cos_sin(4096)
+    stride = 528 if fmt == "fp8" else 288
+    for seed in range(6):
+        g = torch.Generator().manual_seed(100 + seed)
+        n = 8
+        lat = (torch.randn(n, 512, generator=g) * torch.exp2(torch.randint(-140, 120, (n, 1), generator=g).float()))
+        lat = lat.to(torch.bfloat16)
+        pos = torch.randint(0, 4096, (n,), generator=g)
+        cache = torch.zeros(1, 16, stride, dtype=torch.uint8, device=device)
+        mqa_write_records(lat.to(device), pos.to(device), cs.to(device), torch.arange(n, device=device), cache, fmt)
+        assert torch.equal(cache[0, :n].cpu(), mqa_write_ref(lat, pos, cs, fmt))
+
+
+def test_writer_rejects_non_finite_latents(device):
+    lat = torch.zeros(1, 512, dtype=torch.bfloat16, device=device)
+    lat[0, 3] = float("inf")
+    with pytest.raises(ValueError, match="latent"):
+        mqa_write_records(lat, torch.tensor([0], device=device), rope_cos_sin(4).to(device),
+                          torch.tensor([0], device=device), torch.zeros(1, 16, 528, dtype=torch.uint8, device=device), "fp8")
