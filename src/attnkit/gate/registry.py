@@ -34,6 +34,8 @@ class Gate:
     out_dtype: torch.dtype = torch.bfloat16
     wants_case: bool = False  # subject(inp, perturb, case=case)
     applies: Callable = lambda case: True  # noqa: E731  (cases of the groups this gate takes)
+    oracle: Callable | None = None  # (inp) -> (out, lse); default: the family's fp64 oracle
+    exact: bool = False  # bytes must equal the oracle's (writers); else the compare rule
     kind: str = "kernel"  # "kernel": ours, an exception fails the case; "peer": an exception on a shape
     #                       means the peer cannot take it ("unsupported", recorded with its error)
 

@@ -173,6 +173,42 @@ register(Gate(
 ))
 
 
+def _writer_latents(inp):
+    lat = inp["q"].reshape(-1, inp["q"].shape[-1])[:48].contiguous()
+    pos = (torch.arange(lat.shape[0], device=lat.device) * 37) % inp["cos_sin"].shape[0]
+    return lat, pos
+
+
+def _writer_subject(inp, perturb=None):
+    from ..mqa_decode import mqa_write_records
+    from ..mqa_decode.interface import RECORD_BYTES
+    lat, pos = _writer_latents(inp)
+    fmt = inp["comp_format"]
+    cache = torch.zeros(1, 64, (RECORD_BYTES[fmt] + 15) // 16 * 16, dtype=torch.uint8, device=lat.device)
+    slots = torch.randperm(64, generator=torch.Generator().manual_seed(0))[: lat.shape[0]].to(lat.device)
+    mqa_write_records(lat, pos, inp["cos_sin"], slots, cache, fmt, _perturb=perturb)
+    return cache.view(64, -1)[slots.long(), : RECORD_BYTES[fmt]], None
+
+
+def _writer_oracle(inp):
+    from ..reference.mqa_decode import mqa_write_ref
+    lat, pos = _writer_latents(inp)
+    return mqa_write_ref(lat.cpu(), pos.cpu(), inp["cos_sin"].cpu(), inp["comp_format"]).to(lat.device), None
+
+
+register(Gate(
+    name="mqa_decode/triton_writer",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    subject=_writer_subject,
+    oracle=_writer_oracle,
+    exact=True,
+    what="kernel: Triton record writer (fp8 / nvfp4), byte-exact against the reference writer on the case's "
+         "query rows as latents",
+    perturbations=(Perturbation("rope-not-applied", "RoPE dims stored unrotated"),),
+))
+
+
 # ----------------------------------------------------------------------------------- shared split-K
 
 

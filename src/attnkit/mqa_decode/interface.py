@@ -11,7 +11,8 @@ from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYT
 RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
 
-def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True) -> None:
+def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True,
+                      _perturb=None) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
     ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8."""
     require(fmt in RECORD_BYTES, "fmt", f"must be one of {tuple(RECORD_BYTES)}, got {fmt!r}")
@@ -47,4 +48,4 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
         return
     from .kernel_write import mqa_write_kernel
     mqa_write_kernel[(n,)](latent, positions, cos_sin, slots, cache, latent.stride(0), stride,
-                           NVFP4=fmt == "nvfp4", enable_fp_fusion=False)
+                           NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", enable_fp_fusion=False)

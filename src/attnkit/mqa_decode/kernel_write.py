@@ -39,7 +39,7 @@ def _e2m1_code(x, s):
 
 @triton.jit
 def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
-                     NVFP4: tl.constexpr):
+                     NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr):
     i = tl.program_id(0)
     slot = tl.load(SLOTS + i).to(tl.int64)
     if slot >= 0:
@@ -48,7 +48,10 @@ def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
         base = LAT + i.to(tl.int64) * stride_lat
         a = bf16_to_f32(tl.load(base + 2 * p))
         b = bf16_to_f32(tl.load(base + 2 * p + 1))
-        rope = p >= 224  # the last 64 dims = pairs 224..255
+        if ROPE_OFF:  # the deliberately wrong variant of the power check
+            rope = p < 0
+        else:
+            rope = p >= 224  # the last 64 dims = pairs 224..255
         j = tl.where(rope, p - 224, 0)
         c = tl.load(COS_SIN + pos * 64 + j, mask=rope, other=1.0)
         s = tl.load(COS_SIN + pos * 64 + 32 + j, mask=rope, other=0.0)
