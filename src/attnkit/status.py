@@ -7,7 +7,7 @@ KERNEL_PATHS = {
         ("split-K decode (1-16 rows) + merge (interpreter only, not yet run on a GPU)", "implemented"),
     ],
     "mqa_decode": [
-        ("head-padded (heads on M, padded to 64)", "not implemented"),
+        ("head-padded (heads on M, padded to 64; interpreter only, not yet run on a GPU)", "implemented"),
         ("swap-AB (slots on M, 16 / 32 live heads on N)", "not implemented"),
         ("record writer (fp8 / nvfp4; interpreter only, not yet run on a GPU)", "implemented"),
     ],

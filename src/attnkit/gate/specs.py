@@ -173,6 +173,29 @@ register(Gate(
 ))
 
 
+def mqa_headpad_call(inp, perturb=None, num_splits=None):
+    from ..mqa_decode import mqa_decode_attention
+    return mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
+                                inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"],
+                                inp["softmax_scale"], inp["comp_format"], num_splits=num_splits, _perturb=perturb)
+
+
+register(Gate(
+    name="mqa_decode/triton_headpad",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    subject=mqa_headpad_call,
+    what="kernel: Triton head-padded decode (heads on M padded to 64, split over slot tiles, sink as a merge "
+         "partial, RoPE in and out on the host)",
+    perturbations=(
+        Perturbation("sink-dropped", "the attention sink left out of the merge"),
+        Perturbation("slot-tile-lost", "the first slot tile of every split skipped"),
+        Perturbation("rope-not-undone", "the output's RoPE dims not rotated back"),
+        Perturbation("scale-block-off-by-one", "each fp8 block reads its neighbour's scale"),
+    ),
+))
+
+
 def _writer_latents(inp):
     lat = inp["q"].reshape(-1, inp["q"].shape[-1])[:48].contiguous()
     pos = (torch.arange(lat.shape[0], device=lat.device) * 37) % inp["cos_sin"].shape[0]

@@ -1,7 +1,9 @@
-"""Host side of mqa_decode: the record writer (attention kernels: not implemented yet).
+"""Host side of mqa_decode: the record writer and the head-padded decode (swap-AB: not implemented yet).
 Records and semantics: docs/mqa_decode.md and attnkit.reference.mqa_decode."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -49,3 +51,91 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     from .kernel_write import mqa_write_kernel
     mqa_write_kernel[(n,)](latent, positions, cos_sin, slots, cache, latent.stride(0), stride,
                            NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", enable_fp_fusion=False)
+
+
+PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
+
+
+def _rope_fp32(x, positions, cos_sin, inverse=False):
+    """Rotate the last 64 dims of x [T, H, 512] (fp32) at positions [T] (inverse: by -angle)."""
+    cs = cos_sin[positions.long()]  # [T, 64]
+    c, s = cs[:, None, :32], cs[:, None, 32:]
+    if inverse:
+        s = -s
+    a, b = x[..., 448::2], x[..., 449::2]
+    ra = a * c - b * s
+    rb = a * s + b * c
+    y = x.clone()
+    y[..., 448::2] = ra
+    y[..., 449::2] = rb
+    return y
+
+
+def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
+                         softmax_scale, comp_format="fp8", *, num_splits=None, validate=True, _perturb=None):
+    """Head-padded MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
+
+    The general path for any H (heads on M, padded to 64); the swap-AB kernel is not implemented yet.
+    """
+    require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
+    require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
+            "q", f"must be a bfloat16 [T, H_pad, {MQA_DIM}] tensor")
+    check_device("q", q)
+    T, H_pad, _ = q.shape
+    H = int(num_heads)
+    require(1 <= H <= H_pad, "num_heads", f"must lie in [1, H_pad={H_pad}]")
+    dev = q.device
+    for n, c, size in (("swa_cache", swa_cache, RECORD_BYTES["fp8"]), ("comp_cache", comp_cache, RECORD_BYTES[comp_format])):
+        require(isinstance(c, torch.Tensor) and c.dim() == 3 and c.dtype == torch.uint8 and c.is_contiguous()
+                and c.device == dev, n, f"must be a contiguous uint8 [pages, page_size, stride] on {dev}")
+        require(c.shape[2] >= size and c.shape[2] % 16 == 0, n, f"record stride must be >= {size} and a multiple of 16")
+    for n, ix in (("swa_idx", swa_idx), ("comp_idx", comp_idx)):
+        require(isinstance(ix, torch.Tensor) and ix.dim() == 2 and ix.shape[0] == T and ix.dtype == torch.int32
+                and ix.stride(1) == 1 and ix.device == dev, n, f"must be an int32 [T={T}, n] tensor on {dev}")
+    require(isinstance(sink, torch.Tensor) and sink.shape == (H,) and sink.dtype == torch.float32 and sink.device == dev,
+            "sink", f"must be a float32 [{H}] tensor on {dev}")
+    require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
+    if validate and T:
+        for n, ix, c in (("swa_idx", swa_idx, swa_cache), ("comp_idx", comp_idx, comp_cache)):
+            if ix.numel():
+                lo, hi = int(ix.min()), int(ix.max())
+                require(lo >= -1 and hi < c.shape[0] * c.shape[1], n, f"must lie in [-1, {c.shape[0] * c.shape[1]})")
+        require(int(positions.min()) >= 0 and int(positions.max()) < cos_sin.shape[0], "positions",
+                f"must lie in [0, {cos_sin.shape[0]})")
+        require(bool(torch.isfinite(q).all()), "q", "holds a non-finite value")
+    W, K = swa_idx.shape[1], comp_idx.shape[1]
+    from .config import headpad_plan
+    sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
+    plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type)
+    qr = _rope_fp32(q.float(), positions, cos_sin).to(torch.bfloat16)
+    R = T * H
+    S = plan.num_splits
+    m = torch.empty((S + 1, R), dtype=torch.float32, device=dev)
+    l = torch.empty_like(m)
+    acc = torch.empty((S + 1, R, MQA_DIM), dtype=torch.float32, device=dev)
+    from .._runtime import interpreting
+    from .kernel_headpad import mqa_headpad_kernel
+    n_hb = -(-H // plan.block_h)
+    mqa_headpad_kernel[(S, T, n_hb * (MQA_DIM // plan.out_dc))](
+        qr, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc,
+        float(softmax_scale), W, K, plan.slots_per_split, H,
+        qr.stride(0), qr.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0), comp_idx.stride(0),
+        m.stride(0), acc.stride(0),
+        BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, DC=plan.dc, OUT_DC=plan.out_dc, NVFP4=comp_format == "nvfp4",
+        PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=plan.num_warps,
+    )
+    # the sink: one more partial with m = sink, l = 1, acc = 0 (a virtual key of value zero)
+    sk = sink.view(1, H).expand(T, H).reshape(R)
+    if _perturb == "sink-dropped":
+        sk = torch.full_like(sk, float("-inf"))
+    m[S] = sk
+    l[S] = torch.where(torch.isfinite(sk), 1.0, 0.0)
+    acc[S] = 0.0
+    out32 = torch.empty((R, MQA_DIM), dtype=torch.float32, device=dev)
+    lse = torch.empty((R,), dtype=torch.float32, device=dev)
+    from .. import splitk
+    splitk.merge_partials_into(m, l, acc, out32, lse)
+    o = out32.view(T, H, MQA_DIM)
+    if _perturb != "rope-not-undone":
+        o = _rope_fp32(o, positions, cos_sin, inverse=True)
+    return o.to(torch.bfloat16), lse.view(T, H)

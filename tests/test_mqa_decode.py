@@ -1,0 +1,38 @@
+"""mqa_decode head-padded kernel: forced splits, determinism, bad input (the gate covers the shapes)."""
+
+import pytest
+import torch
+
+from attnkit.gate.specs import mqa_headpad_call
+from attnkit.testing import compare, shapes
+from attnkit.testing.baselines import mqa_decode_baseline
+from attnkit.testing.inputs import make_inputs
+from attnkit.testing.oracles import mqa_decode_oracle
+
+
+@pytest.mark.parametrize("num_splits", [1, 3])
+def test_headpad_forced_splits(num_splits, device):
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 3)
+    out, lse = mqa_headpad_call(inp, num_splits=num_splits)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+def test_headpad_deterministic(device):
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 4)
+    a, b = mqa_headpad_call(inp), mqa_headpad_call(inp)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+def test_headpad_bad_input(device):
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 0)
+    with pytest.raises(ValueError, match="comp_idx"):
+        mqa_headpad_call(dict(inp, comp_idx=inp["comp_idx"].clone().fill_(10 ** 6)))
+    with pytest.raises(ValueError, match="sink"):
+        mqa_headpad_call(dict(inp, sink=inp["sink"][:3]))
+    with pytest.raises(ValueError, match="num_heads"):
+        mqa_headpad_call(dict(inp, num_heads=65))
+    with pytest.raises(ValueError, match="comp_format"):
+        mqa_headpad_call(dict(inp, comp_format="int4"))
