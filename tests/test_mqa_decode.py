@@ -36,3 +36,20 @@ def test_headpad_bad_input(device):
         mqa_headpad_call(dict(inp, num_heads=65))
     with pytest.raises(ValueError, match="comp_format"):
         mqa_headpad_call(dict(inp, comp_format="int4"))
+
+
+def test_dispatch_rule_pure_function():
+    from attnkit.mqa_decode.config import use_swapab
+    assert not use_swapab(1, 16)  # the cutoff is not measured yet: nothing goes to swap-AB by default
+    assert use_swapab(8, 16, cutoff=16) and use_swapab(16, 32, cutoff=16)
+    assert not use_swapab(17, 16, cutoff=16) and not use_swapab(1, 64, cutoff=16) and not use_swapab(1, 8, cutoff=16)
+
+
+def test_swapab_agrees_with_headpad_and_rejects_other_heads(device):
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 6)
+    a = mqa_headpad_call(inp, kernel="headpad")
+    b = mqa_headpad_call(inp, kernel="swapab")
+    assert (a[0].float() - b[0].float()).abs().max() <= 2 * (a[0].float().abs().max() * 2 ** -8)
+    torch.testing.assert_close(a[1], b[1], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="swapab takes H"):
+        mqa_headpad_call(dict(inp, num_heads=8, sink=inp["sink"][:8]), kernel="swapab")

@@ -8,7 +8,8 @@ KERNEL_PATHS = {
     ],
     "mqa_decode": [
         ("head-padded (heads on M, padded to 64; interpreter only, not yet run on a GPU)", "implemented"),
-        ("swap-AB (slots on M, 16 / 32 live heads on N)", "not implemented"),
+        ("swap-AB (slots on M, 16 / 32 live heads on N; interpreter only, not yet run on a GPU; the dispatch "
+         "cutoff is not measured, so only an explicit kernel='swapab' selects it)", "implemented"),
         ("record writer (fp8 / nvfp4; interpreter only, not yet run on a GPU)", "implemented"),
     ],
     "relbias": [

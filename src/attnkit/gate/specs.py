@@ -173,11 +173,12 @@ register(Gate(
 ))
 
 
-def mqa_headpad_call(inp, perturb=None, num_splits=None):
+def mqa_headpad_call(inp, perturb=None, num_splits=None, kernel="headpad"):
     from ..mqa_decode import mqa_decode_attention
     return mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
                                 inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"],
-                                inp["softmax_scale"], inp["comp_format"], num_splits=num_splits, _perturb=perturb)
+                                inp["softmax_scale"], inp["comp_format"], num_splits=num_splits, kernel=kernel,
+                                _perturb=perturb)
 
 
 register(Gate(
@@ -187,6 +188,23 @@ register(Gate(
     subject=mqa_headpad_call,
     what="kernel: Triton head-padded decode (heads on M padded to 64, split over slot tiles, sink as a merge "
          "partial, RoPE in and out on the host)",
+    perturbations=(
+        Perturbation("sink-dropped", "the attention sink left out of the merge"),
+        Perturbation("slot-tile-lost", "the first slot tile of every split skipped"),
+        Perturbation("rope-not-undone", "the output's RoPE dims not rotated back"),
+        Perturbation("scale-block-off-by-one", "each fp8 block reads its neighbour's scale"),
+    ),
+))
+
+
+register(Gate(
+    name="mqa_decode/triton_swapab",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab"),
+    what="kernel: Triton swap-AB decode (slots on M, the 16 or 32 live heads on N), same merge and RoPE as "
+         "the head-padded kernel",
     perturbations=(
         Perturbation("sink-dropped", "the attention sink left out of the merge"),
         Perturbation("slot-tile-lost", "the first slot tile of every split skipped"),

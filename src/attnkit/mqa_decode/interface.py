@@ -72,10 +72,12 @@ def _rope_fp32(x, positions, cos_sin, inverse=False):
 
 
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
-                         softmax_scale, comp_format="fp8", *, num_splits=None, validate=True, _perturb=None):
-    """Head-padded MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
+                         softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, validate=True,
+                         _perturb=None):
+    """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
-    The general path for any H (heads on M, padded to 64); the swap-AB kernel is not implemented yet.
+    kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
+    "swapab" (slots on M, H in {16, 32}).
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -104,26 +106,39 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                 f"must lie in [0, {cos_sin.shape[0]})")
         require(bool(torch.isfinite(q).all()), "q", "holds a non-finite value")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
-    from .config import headpad_plan
+    from .._runtime import interpreting
+    from .config import SWAPAB_HEADS, headpad_plan, swapab_plan, use_swapab
+    require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
+    if kernel is None:
+        kernel = "swapab" if use_swapab(T, H) else "headpad"
+    require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
-    plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type)
     qr = _rope_fp32(q.float(), positions, cos_sin).to(torch.bfloat16)
     R = T * H
+    common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
+    if kernel == "swapab":
+        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type)
+    else:
+        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type)
     S = plan.num_splits
     m = torch.empty((S + 1, R), dtype=torch.float32, device=dev)
     l = torch.empty_like(m)
     acc = torch.empty((S + 1, R, MQA_DIM), dtype=torch.float32, device=dev)
-    from .._runtime import interpreting
-    from .kernel_headpad import mqa_headpad_kernel
-    n_hb = -(-H // plan.block_h)
-    mqa_headpad_kernel[(S, T, n_hb * (MQA_DIM // plan.out_dc))](
-        qr, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc,
-        float(softmax_scale), W, K, plan.slots_per_split, H,
-        qr.stride(0), qr.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0), comp_idx.stride(0),
-        m.stride(0), acc.stride(0),
-        BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, DC=plan.dc, OUT_DC=plan.out_dc, NVFP4=comp_format == "nvfp4",
-        PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=plan.num_warps,
-    )
+    strides = (qr.stride(0), qr.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
+               comp_idx.stride(0), m.stride(0), acc.stride(0))
+    if kernel == "swapab":
+        from .kernel_swapab import mqa_swapab_kernel
+        mqa_swapab_kernel[(S, T, MQA_DIM // plan.out_dc)](
+            qr, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
+            plan.slots_per_split, *strides, H=H, BLOCK_N=plan.block_n, DC=plan.dc, OUT_DC=plan.out_dc,
+            num_warps=plan.num_warps, **common)
+    else:
+        from .kernel_headpad import mqa_headpad_kernel
+        n_hb = -(-H // plan.block_h)
+        mqa_headpad_kernel[(S, T, n_hb * (MQA_DIM // plan.out_dc))](
+            qr, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
+            plan.slots_per_split, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, DC=plan.dc,
+            OUT_DC=plan.out_dc, num_warps=plan.num_warps, **common)
     # the sink: one more partial with m = sink, l = 1, acc = 0 (a virtual key of value zero)
     sk = sink.view(1, H).expand(T, H).reshape(R)
     if _perturb == "sink-dropped":
