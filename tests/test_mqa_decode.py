@@ -53,3 +53,27 @@ def test_swapab_agrees_with_headpad_and_rejects_other_heads(device):
     torch.testing.assert_close(a[1], b[1], rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="swapab takes H"):
         mqa_headpad_call(dict(inp, num_heads=8, sink=inp["sink"][:8]), kernel="swapab")
+
+
+def test_warmup_compiles_the_key_a_step_launches(device):
+    from attnkit.mqa_decode import interface as I
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 1)
+    keys = I.mqa_decode_warmup(32, inp["q"].shape[1], "nvfp4", device, window=16, topk=48, max_tokens=2,
+                               kernel="swapab")
+    n0 = len(I.LAUNCHED_KEYS)
+    mqa_headpad_call(inp, kernel="swapab")
+    step = set(I.LAUNCHED_KEYS[n0:])
+    assert step and step <= keys
+
+
+def test_mqa_custom_ops(device):
+    import attnkit.ops  # noqa: F401
+    from attnkit.testing.opcheck import check_custom_op
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
+    args = [inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
+            inp["cos_sin"], inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"], ""]
+    assert check_custom_op(torch.ops.attnkit.mqa_decode, args)["opcheck"]
+    lat = inp["q"][0, :4].contiguous()
+    cache = torch.zeros(1, 16, 528, dtype=torch.uint8, device=device)
+    wargs = [lat, torch.arange(4, device=device), inp["cos_sin"], torch.arange(4, device=device), cache, "fp8"]
+    assert check_custom_op(torch.ops.attnkit.mqa_write_records, wargs, mutated=(4,))["opcheck"]

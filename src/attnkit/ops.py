@@ -12,6 +12,9 @@ Registered ops:
   call's business). ``window = 0`` means a global layer.
 - ``attnkit::sparse_int8(q, k_cache, v_cache, key_scale, value_scale, indices, scale, tiles_per_split)
   -> (out, lse)``: sparse INT8 attention without host checks (``tiles_per_split = 0``: the split rule).
+- ``attnkit::mqa_decode(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
+  softmax_scale, comp_format, kernel) -> (out, lse)`` (``kernel = ""``: the dispatch rule) and
+  ``attnkit::mqa_write_records(latent, positions, cos_sin, slots, cache!, fmt) -> ()``.
 - ``attnkit::relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache!, v_cache!, block_table, seqused_k,
   k_scale?, v_scale?) -> ()``: append new tokens into the paged cache (fp8-quantizing).
 """
@@ -105,3 +108,31 @@ def sparse_int8(q: Tensor, k_cache: Tensor, v_cache: Tensor, key_scale: Tensor, 
 @sparse_int8.register_fake
 def _sparse_int8_fake(q, k_cache, v_cache, key_scale, value_scale, indices, scale, tiles_per_split):
     return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)
+
+
+@torch.library.custom_op("attnkit::mqa_decode", mutates_args=())
+def mqa_decode(q: Tensor, swa_cache: Tensor, comp_cache: Tensor, swa_idx: Tensor, comp_idx: Tensor, positions: Tensor,
+               cos_sin: Tensor, sink: Tensor, num_heads: int, softmax_scale: float, comp_format: str,
+               kernel: str) -> tuple[Tensor, Tensor]:
+    from .mqa_decode import mqa_decode_attention
+    return mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
+                                softmax_scale, comp_format, kernel=kernel or None, validate=False)
+
+
+@mqa_decode.register_fake
+def _mqa_decode_fake(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads, softmax_scale,
+                     comp_format, kernel):
+    T = q.shape[0]
+    return q.new_empty((T, num_heads, q.shape[2])), q.new_empty((T, num_heads), dtype=torch.float32)
+
+
+@torch.library.custom_op("attnkit::mqa_write_records", mutates_args=("cache",))
+def mqa_write_records(latent: Tensor, positions: Tensor, cos_sin: Tensor, slots: Tensor, cache: Tensor,
+                      fmt: str) -> None:
+    from .mqa_decode import mqa_write_records as write
+    write(latent, positions, cos_sin, slots, cache, fmt, validate=False)
+
+
+@mqa_write_records.register_fake
+def _mqa_write_records_fake(latent, positions, cos_sin, slots, cache, fmt):
+    return None

@@ -53,6 +53,15 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
                            NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", enable_fp_fusion=False)
 
 
+LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in launch order (for tests)
+
+
+def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
+    """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
+    the slot counts, are runtime arguments)."""
+    return (kernel, H, plan.block_n, plan.dc, plan.out_dc, plan.num_warps, fmt)
+
+
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
 
 
@@ -126,6 +135,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     acc = torch.empty((S + 1, R, MQA_DIM), dtype=torch.float32, device=dev)
     strides = (qr.stride(0), qr.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
+    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
     if kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         mqa_swapab_kernel[(S, T, MQA_DIM // plan.out_dc)](
@@ -154,3 +164,28 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if _perturb != "rope-not-undone":
         o = _rope_fp32(o, positions, cos_sin, inverse=True)
     return o.to(torch.bfloat16), lse.view(T, H)
+
+
+def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
+                      max_tokens: int = 16, kernel=None, page_size: int = 64) -> set:
+    """Compile the attention kernels a layer's steps will launch (fixed H, format, list lengths) before
+    CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
+    set of compile keys launched."""
+    from ..reference.mqa_decode import RECORD_FORMATS
+    g = torch.Generator().manual_seed(0)
+    keys = set()
+    for T in range(1, max_tokens + 1):
+        pages = -(-(window + topk) // page_size) + 1
+        mk = lambda fmt: torch.zeros(pages, page_size, (RECORD_FORMATS[fmt][0] + 15) // 16 * 16,  # noqa: E731
+                                     dtype=torch.uint8, device=device)
+        q = torch.randn(T, h_pad, MQA_DIM, generator=g).to(torch.bfloat16).to(device)
+        idx_w = torch.arange(window, dtype=torch.int32, device=device).repeat(T, 1)
+        idx_c = torch.arange(topk, dtype=torch.int32, device=device).repeat(T, 1)
+        cs = torch.zeros(1, MQA_ROPE_DIM, device=device)
+        cs[:, :32] = 1.0
+        n0 = len(LAUNCHED_KEYS)
+        mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
+                             cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
+                             validate=False)
+        keys.update(LAUNCHED_KEYS[n0:])
+    return keys
