@@ -52,6 +52,12 @@ PROVIDERS: dict[str, list[Provider]] = {
                  lambda inp: peers.sparse_int8_torch(inp)),
     ],
     "mqa_decode": [
+        Provider("attnkit_headpad", "mqa_decode", "ours", "attnkit head-padded decode (attention only)",
+                 lambda inp: _mqa_ours(inp, "headpad")),
+        Provider("attnkit_swapab", "mqa_decode", "ours", "attnkit swap-AB decode (attention only; H 16 / 32)",
+                 lambda inp: _mqa_ours(inp, "swapab")),
+        Provider("attnkit_insert", "mqa_decode", "ours", "attnkit record writer: the step's T new tokens into the "
+                 "window cache (a step = this + attention)", lambda inp: _mqa_insert(inp)),
         Provider("torch_dequant_sdpa", "mqa_decode", "peer",
                  "PyTorch record gather + dequantize to bf16 + SDPA (sink as a zero-valued key)",
                  lambda inp: peers.mqa_decode_torch(inp)),
@@ -88,6 +94,25 @@ def _sparse_ours(inp):
     lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
     sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse)  # validate once, here
     return lambda: sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, validate=False)
+
+
+def _mqa_ours(inp, kernel):
+    from ..mqa_decode import mqa_decode_attention
+    args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
+            inp["cos_sin"], inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"])
+    mqa_decode_attention(*args, kernel=kernel)  # validate once, here
+    return lambda: mqa_decode_attention(*args, kernel=kernel, validate=False)
+
+
+def _mqa_insert(inp):
+    from ..mqa_decode import mqa_write_records
+    T = inp["q"].shape[0]
+    lat = inp["q"][:, 0, :].contiguous()  # T new latents
+    slots = inp["swa_idx"][:, 0].long().clamp(min=0)
+    slots = torch.arange(T, device=lat.device) if slots.unique().numel() < T else slots
+    mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8")
+    return lambda: mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8",
+                                     validate=False)
 
 
 def providers(family: str, names=None) -> list[Provider]:

@@ -193,6 +193,12 @@ _mq("mqa_decode-model", "t1-h16-fp8", 1, 16, 64, "fp8", 64, tiers=(FULL,))
 _mq("mqa_decode-model", "t5-h32-nvfp4-partial", 5, 32, 64, "nvfp4", 128, partial=0.3, tiers=(FULL,))
 _mq("mqa_decode-model", "t16-h64-fp8", 16, 64, 64, "fp8", 128, tiers=(FULL,))
 
+# the benchmarked decode steps (W = 128, K = 512): every H x T x format, gated at the full tier too
+for _fmt in ("fp8", "nvfp4"):
+    for _h in (16, 32, 64):
+        for _t in (1, 2, 4, 8, 16, 32, 64):
+            _mq("mqa_decode-step", f"h{_h}-t{_t}-{_fmt}", _t, _h, 64, _fmt, 64, tiers=(FULL, BENCH))
+
 # -------------------------------------------------------------------------------- merge (shared split-K)
 # params: S (splits), rows, D, empty (fraction of empty splits), all_empty_rows
 
