@@ -77,3 +77,22 @@ def test_mqa_custom_ops(device):
     cache = torch.zeros(1, 16, 528, dtype=torch.uint8, device=device)
     wargs = [lat, torch.arange(4, device=device), inp["cos_sin"], torch.arange(4, device=device), cache, "fp8"]
     assert check_custom_op(torch.ops.attnkit.mqa_write_records, wargs, mutated=(4,))["opcheck"]
+
+
+def test_mxfp8_output_matches_the_rounding_rule_and_leaves_padding_untouched(device):
+    from attnkit.reference.mqa_decode import encode_fp8_record
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 8)
+    T, H_pad, H = inp["q"].shape[0], inp["q"].shape[1], inp["num_heads"]
+    q8 = torch.full((T, H_pad, 512), 0x5A, dtype=torch.uint8, device=device)
+    sc = torch.full((T, H_pad, 16), 0xA5, dtype=torch.uint8, device=device)
+    from attnkit.mqa_decode import interface as I
+    out, _, o32 = I.mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"],
+                                         inp["comp_idx"], inp["positions"], inp["cos_sin"], inp["sink"], H,
+                                         inp["softmax_scale"], inp["comp_format"], out_fp8=q8.view(torch.float8_e4m3fn),
+                                         out_scale=sc, _return_fp32=True)
+    assert (q8[:, H:] == 0x5A).all() and (sc[:, H:] == 0xA5).all()  # padding heads untouched
+    rec = encode_fp8_record(o32.cpu())  # the rounding rule applied to the fp32 output the kernel quantized
+    assert torch.equal(q8[:, :H].cpu(), rec[..., :512]) and torch.equal(sc[:, :H].cpu(), rec[..., 512:])
+    # and the MXFP8 values decode to the bf16 output within the e4m3 rounding
+    deq = q8[:, :H].view(torch.float8_e4m3fn).float() * torch.exp2(sc[:, :H].float() - 127).repeat_interleave(32, -1)
+    assert (deq.cpu() - out.float().cpu()).abs().max() <= out.float().abs().max().cpu() * 2 ** -3

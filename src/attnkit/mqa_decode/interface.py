@@ -82,11 +82,14 @@ def _rope_fp32(x, positions, cos_sin, inverse=False):
 
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, validate=True,
-                         _perturb=None):
+                         out_fp8=None, out_scale=None, _perturb=None, _return_fp32=False):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
     "swapab" (slots on M, H in {16, 32}).
+    out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
+    (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
+    touched) and the bf16 output is still returned.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -163,6 +166,17 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     o = out32.view(T, H, MQA_DIM)
     if _perturb != "rope-not-undone":
         o = _rope_fp32(o, positions, cos_sin, inverse=True)
+    if out_fp8 is not None or out_scale is not None:
+        require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
+                and out_fp8.dtype == torch.float8_e4m3fn and out_fp8.is_contiguous() and out_fp8.device == dev,
+                "out_fp8", f"must be a contiguous float8_e4m3fn [{T}, {H_pad}, {MQA_DIM}] on {dev}")
+        require(isinstance(out_scale, torch.Tensor) and out_scale.shape == (T, H_pad, MQA_DIM // 32)
+                and out_scale.dtype == torch.uint8 and out_scale.is_contiguous() and out_scale.device == dev,
+                "out_scale", f"must be a contiguous uint8 [{T}, {H_pad}, {MQA_DIM // 32}] on {dev}")
+        from .kernel_mxfp8 import mxfp8_out_kernel
+        mxfp8_out_kernel[(R,)](o.contiguous(), out_fp8.view(torch.uint8), out_scale, H, H_pad)
+    if _return_fp32:  # tests: the fp32 output the bf16 and MXFP8 outputs are rounded from
+        return o.to(torch.bfloat16), lse.view(T, H), o
     return o.to(torch.bfloat16), lse.view(T, H)
 
 

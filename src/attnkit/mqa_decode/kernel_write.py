@@ -79,18 +79,28 @@ def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
             tl.store(rec + p, byte.to(tl.uint8))
             tl.store(rec + 256 + tl.arange(0, 32), sc.to(tl.float8e4nv).to(tl.uint8, bitcast=True))
         else:
-            a2 = tl.reshape(ra, (16, 16))
-            b2 = tl.reshape(rb, (16, 16))
-            amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [16] blocks of 32 dims
-            ea = frexp_exp(amax)
-            mant = ldexp(amax, -ea)  # in [1, 2)
-            e = tl.where(mant <= 1.75, ea - 8, ea - 7)  # smallest 2^e with amax <= 448 * 2^e (448 = 1.75 * 2^8)
-            e = tl.where(amax > 0, e, -127)
-            e = tl.minimum(tl.maximum(e, -127), 127)
-            va = tl.minimum(tl.maximum(ldexp(a2, -e[:, None]), -448.0), 448.0)
-            vb = tl.minimum(tl.maximum(ldexp(b2, -e[:, None]), -448.0), 448.0)
-            qa = tl.reshape(round_e4m3(va).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
-            qb = tl.reshape(round_e4m3(vb).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
+            qa, qb, e = quant_fp8_pairs(ra, rb)
             tl.store(rec + 2 * p, qa)
             tl.store(rec + 2 * p + 1, qb)
             tl.store(rec + 512 + tl.arange(0, 16), (e + 127).to(tl.uint8))
+
+
+@triton.jit
+def quant_fp8_pairs(ra, rb):
+    """512 values given as even dims ra [256] and odd dims rb [256] (fp32) -> e4m3 codes of both [256]
+    (uint8) and the 16 block exponents e (int32): the scale of a 32-dim block is the smallest power of two
+    2^e keeping its amax within 448 (e in [-127, 127], -127 for a zero block), values rounded to nearest
+    even on the e4m3 grid."""
+    a2 = tl.reshape(ra, (16, 16))
+    b2 = tl.reshape(rb, (16, 16))
+    amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [16] blocks of 32 dims
+    ea = frexp_exp(amax)
+    mant = ldexp(amax, -ea)  # in [1, 2)
+    e = tl.where(mant <= 1.75, ea - 8, ea - 7)  # smallest 2^e with amax <= 448 * 2^e (448 = 1.75 * 2^8)
+    e = tl.where(amax > 0, e, -127)
+    e = tl.minimum(tl.maximum(e, -127), 127)
+    va = tl.minimum(tl.maximum(ldexp(a2, -e[:, None]), -448.0), 448.0)
+    vb = tl.minimum(tl.maximum(ldexp(b2, -e[:, None]), -448.0), 448.0)
+    qa = tl.reshape(round_e4m3(va).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
+    qb = tl.reshape(round_e4m3(vb).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
+    return qa, qb, e
