@@ -181,6 +181,13 @@ def mqa_headpad_call(inp, perturb=None, num_splits=None, kernel="headpad"):
                                 _perturb=perturb)
 
 
+_MQA_PERTURBATIONS = (
+    Perturbation("sink-dropped", "the attention sink left out of the merge"),
+    Perturbation("slot-tile-lost", "the first slot tile of every split skipped"),
+    Perturbation("rope-not-undone", "the output's RoPE dims not rotated back"),
+    Perturbation("scale-block-off-by-one", "each fp8 block reads its neighbour's scale"),
+)
+
 register(Gate(
     name="mqa_decode/triton_headpad",
     family="mqa_decode",
@@ -188,12 +195,7 @@ register(Gate(
     subject=mqa_headpad_call,
     what="kernel: Triton head-padded decode (heads on M padded to 64, split over slot tiles, sink as a merge "
          "partial, RoPE in and out on the host)",
-    perturbations=(
-        Perturbation("sink-dropped", "the attention sink left out of the merge"),
-        Perturbation("slot-tile-lost", "the first slot tile of every split skipped"),
-        Perturbation("rope-not-undone", "the output's RoPE dims not rotated back"),
-        Perturbation("scale-block-off-by-one", "each fp8 block reads its neighbour's scale"),
-    ),
+    perturbations=_MQA_PERTURBATIONS,
 ))
 
 
@@ -205,12 +207,7 @@ register(Gate(
     subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab"),
     what="kernel: Triton swap-AB decode (slots on M, the 16 or 32 live heads on N), same merge and RoPE as "
          "the head-padded kernel",
-    perturbations=(
-        Perturbation("sink-dropped", "the attention sink left out of the merge"),
-        Perturbation("slot-tile-lost", "the first slot tile of every split skipped"),
-        Perturbation("rope-not-undone", "the output's RoPE dims not rotated back"),
-        Perturbation("scale-block-off-by-one", "each fp8 block reads its neighbour's scale"),
-    ),
+    perturbations=_MQA_PERTURBATIONS,
 ))
 
 

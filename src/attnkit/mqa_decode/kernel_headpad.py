@@ -50,6 +50,23 @@ def _dequant(CACHE, slot, ok, d0, stride_rec, DC: tl.constexpr, NVFP4: tl.conste
 
 
 @triton.jit
+def slot_tile(SWA_IDX, COMP_IDX, t, n0, n0_split, n1_split, W, stride_wt, stride_kt, BLOCK_N: tl.constexpr,
+              PERTURB: tl.constexpr):
+    """Slot ids of list positions n0 .. n0 + BLOCK_N of token t (the window list, then the compressed list):
+    returns (window slots, compressed slots, valid window, valid compressed, valid)."""
+    n = n0 + tl.arange(0, BLOCK_N)
+    in_range = n < n1_split
+    if PERTURB == 1:  # the deliberately wrong variant: the first tile of every split lost
+        in_range = in_range & (n0 != n0_split)
+    is_w = n < W
+    sw = tl.load(SWA_IDX + t.to(tl.int64) * stride_wt + n, mask=in_range & is_w, other=-1)
+    sc_ = tl.load(COMP_IDX + t.to(tl.int64) * stride_kt + (n - W), mask=in_range & (n >= W), other=-1)
+    ok_w = in_range & is_w & (sw >= 0)
+    ok_c = in_range & (n >= W) & (sc_ >= 0)
+    return sw, sc_, ok_w, ok_c, ok_w | ok_c
+
+
+@triton.jit
 def mqa_headpad_kernel(
     QR, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
     sm_scale, W, K, slots_per_split, H,
@@ -73,16 +90,8 @@ def mqa_headpad_kernel(
     acc = tl.zeros([BLOCK_H, OUT_DC], dtype=tl.float32)
     qbase = QR + t.to(tl.int64) * stride_qt + heads[:, None] * stride_qh
     for n0 in range(n0_split, n1_split, BLOCK_N):
-        n = n0 + tl.arange(0, BLOCK_N)
-        in_range = n < n1_split
-        if PERTURB == 1:
-            in_range = in_range & (n0 != n0_split)
-        is_w = n < W
-        sw = tl.load(SWA_IDX + t.to(tl.int64) * stride_wt + n, mask=in_range & is_w, other=-1)
-        sc_ = tl.load(COMP_IDX + t.to(tl.int64) * stride_kt + (n - W), mask=in_range & (n >= W), other=-1)
-        ok_w = in_range & is_w & (sw >= 0)
-        ok_c = in_range & (n >= W) & (sc_ >= 0)
-        ok = ok_w | ok_c
+        sw, sc_, ok_w, ok_c, ok = slot_tile(SWA_IDX, COMP_IDX, t, n0, n0_split, n1_split, W, stride_wt, stride_kt,
+                                            BLOCK_N, PERTURB)
         s = tl.zeros([BLOCK_H, BLOCK_N], dtype=tl.float32)
         for d0 in range(0, 512, DC):
             q = tl.load(qbase + d0 + tl.arange(0, DC)[None, :], mask=h_ok[:, None], other=0.0)

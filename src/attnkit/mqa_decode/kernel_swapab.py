@@ -13,7 +13,7 @@ PERTURB    as kernel_headpad.py.
 import triton
 import triton.language as tl
 
-from .kernel_headpad import _dequant
+from .kernel_headpad import _dequant, slot_tile
 
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -38,16 +38,8 @@ def mqa_swapab_kernel(
     acc = tl.zeros([OUT_DC, H], dtype=tl.float32)  # O^T chunk
     qbase = QR + t.to(tl.int64) * stride_qt + heads[None, :] * stride_qh
     for n0 in range(n0_split, n1_split, BLOCK_N):
-        n = n0 + tl.arange(0, BLOCK_N)
-        in_range = n < n1_split
-        if PERTURB == 1:
-            in_range = in_range & (n0 != n0_split)
-        is_w = n < W
-        sw = tl.load(SWA_IDX + t.to(tl.int64) * stride_wt + n, mask=in_range & is_w, other=-1)
-        sc_ = tl.load(COMP_IDX + t.to(tl.int64) * stride_kt + (n - W), mask=in_range & (n >= W), other=-1)
-        ok_w = in_range & is_w & (sw >= 0)
-        ok_c = in_range & (n >= W) & (sc_ >= 0)
-        ok = ok_w | ok_c
+        sw, sc_, ok_w, ok_c, ok = slot_tile(SWA_IDX, COMP_IDX, t, n0, n0_split, n1_split, W, stride_wt, stride_kt,
+                                            BLOCK_N, PERTURB)
         s = tl.zeros([BLOCK_N, H], dtype=tl.float32)  # S^T: slots on M, heads on N
         for d0 in range(0, 512, DC):
             qT = tl.load(qbase + d0 + tl.arange(0, DC)[:, None])  # [DC, H]
