@@ -1,8 +1,13 @@
 """Launch rules of the relbias kernels, as data: a pure function of shapes and device.
 
-Evidence: none measured yet on a GPU for these kernels; the tiles below are FlashAttention-2's
-Hopper defaults for Triton (64 x 64 for D <= 128, 64 x 32 for D = 256, 4 warps, 2 stages), the
-starting point to tune from. Each change to this table must cite the artifact that justified it.
+Evidence so far:
+- Timing (H200): the first artifacts (`benchmarks/results/relbias-h200-2026-11-29-fwd.json`,
+  `-decode.json`) ran 64 x 64 tiles (64 x 32 for D = 256) with 4 warps and 2 stages.
+- Registers (sm_90 cubins from `python -m attnkit.testing.compile_check`, ptxas, no GPU): with 4 warps the
+  forward kernel spills 968 bytes per thread at D = 128 (the bias tile's addresses and masks are live
+  next to the accumulator) and the paged fp8 decode kernel 1248; with 8 warps 24 and 0. So 8 warps
+  from D = 128 up; predicted to help the prefill rows most (they ran at 21% of the FLOP floor),
+  not yet timed. Each further change to this table must cite the artifact that justified it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str) -> FwdConfig:
     bn = 32 if head_dim == 256 else 64
     if device_type != "cuda":  # the interpreter: smaller tiles run faster on a CPU
         bn = min(bn, 32)
-    return FwdConfig(block_m=bm, block_n=bn, num_warps=4, num_stages=2)
+    return FwdConfig(block_m=bm, block_n=bn, num_warps=8 if head_dim >= 128 else 4, num_stages=2)
 
 
 DECODE_MAX_Q = 16  # query tokens per sequence up to which the split-K decode kernel serves
@@ -65,4 +70,4 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         num_splits = max(1, min(want, tiles))
     tiles_per_split = -(-tiles // num_splits)
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, keys_per_split=tiles_per_split * bn,
-                      num_warps=4, num_stages=2)
+                      num_warps=8 if head_dim >= 128 else 4, num_stages=2)

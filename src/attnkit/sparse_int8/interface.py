@@ -77,7 +77,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     mant, exp = math.frexp(sc)  # sc = mant * 2^exp, mant in [0.5, 1): pass mant * 2, exp - 1
     mant, exp = (2 * mant, exp - 1) if sc > 0 else (0.0, 0)
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
-    p = plan(T, Hkv, Hq // Hkv, N, sm, tps)
+    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D)
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -94,7 +94,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=4, num_stages=2,
+        PV_SPLIT=pv, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps, num_stages=2,
     )
     if not p.direct:
         from .. import splitk

@@ -1,0 +1,130 @@
+"""Compile every kernel, in the constexpr variants its dispatcher launches, for sm_90 (Hopper) without a
+GPU: Triton lowers to PTX and its bundled ptxas assembles a cubin. This catches what Triton's
+interpreter lets through (non-constexpr globals, unsupported conversions, type mismatches) on any
+machine. It must run with TRITON_INTERPRET unset (the interpreter replaces the kernels).
+
+``python -m attnkit.testing.compile_check`` compiles them all and prints registers / spills.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+FLOATS = {"sm_scale", "scale_mant", "softmax_scale"}
+
+
+def _variants():
+    from ..mqa_decode.kernel_headpad import mqa_headpad_kernel
+    from ..mqa_decode.kernel_mxfp8 import mxfp8_out_kernel
+    from ..mqa_decode.kernel_swapab import mqa_swapab_kernel
+    from ..mqa_decode.kernel_write import mqa_write_kernel
+    from ..relbias.kernel_decode import relbias_decode_split_kernel
+    from ..relbias.kernel_fwd import relbias_fwd_kernel
+    from ..relbias.kernel_write import relbias_write_kv_kernel
+    from ..sparse_int8.kernel import sparse_int8_kernel
+    from .._triton.merge_kernel import merge_partials_kernel
+
+    out = []
+    for has_e, dt in ((False, "bf16"), (True, "bf16"), (False, "fp32")):
+        out.append(("merge", merge_partials_kernel,
+                    dict(M="*fp32", L="*fp32", ACC="*fp32", OUT=f"*{dt}", LSE="*fp32", ROW_E="*i32"),
+                    dict(BLOCK_D=128, HAS_E=has_e), {}))
+    rb_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", OUT="*bf16", LSE="*fp32",  # noqa: E731
+                             CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32",
+                             V_SCALE="*fp32")
+    for D, paged, fp8, win, clamp, bm in ((128, False, False, False, False, 64), (128, True, False, True, False, 64),
+                                          (64, False, True, False, True, 16), (256, True, True, True, True, 64)):
+        bn = 32 if D == 256 else 64
+        out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)}", relbias_fwd_kernel,
+                    rb_ptr("fp8e4nv" if fp8 else "bf16"),
+                    dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PAGED=paged, PAGE=64 if paged else 1,
+                         FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False),
+                    dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
+    dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
+                              ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
+                              K_SCALE="*fp32", V_SCALE="*fp32")
+    for D, group, paged, fp8 in ((128, 8, False, False), (128, 8, True, True), (256, 16, False, False)):
+        out.append((f"relbias_decode D{D} g{group}", relbias_decode_split_kernel, dec_ptr("fp8e4nv" if fp8 else "bf16"),
+                    dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=16 if group <= 16 else 32, BLOCK_N=32 if D == 256 else 64,
+                         PAGED=paged, PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False, PERTURB=0,
+                         DOT_F32=False), dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
+    for fp8 in (False, True):
+        out.append((f"relbias_write fp8{int(fp8)}", relbias_write_kv_kernel,
+                    dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",
+                         CU_NEW="*i32", SEQUSED="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32", V_SCALE="*fp32"),
+                    dict(HEAD_DIM=128, PAGE=64, FP8=fp8, BSEARCH_STEPS=7, OFF_BY_ONE=0), {}))
+    for D, direct, pv in ((256, True, True), (256, False, True), (64, False, False), (128, True, True)):
+        out.append((f"sparse_int8 D{D} direct{int(direct)}", sparse_int8_kernel,
+                    dict(Q="*bf16", KC="*i8", VC="*i8", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
+                         L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
+                    dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=64, DIRECT=direct, PV_SPLIT=pv, PERTURB=0,
+                         DOT_F32=False), dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
+    for nv in (False, True):
+        out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
+                    dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
+                    dict(NVFP4=nv, ROPE_OFF=False), dict(enable_fp_fusion=False)))
+    mqa_ptr = dict(QR="*bf16", SWA="*u8", COMP="*u8", SWA_IDX="*i32", COMP_IDX="*i32", M_OUT="*fp32", L_OUT="*fp32",
+                   ACC_OUT="*fp32")
+    for nv in (False, True):
+        out.append((f"mqa_headpad nvfp4{int(nv)}", mqa_headpad_kernel, mqa_ptr,
+                    dict(BLOCK_H=64, BLOCK_N=32, DC=64, OUT_DC=128, NVFP4=nv, PERTURB=0, DOT_F32=False),
+                    dict(num_warps=8)))
+        for H, odc in ((16, 128), (32, 128)):
+            out.append((f"mqa_swapab H{H} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
+                        dict(H=H, BLOCK_N=64, DC=64, OUT_DC=odc, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=8)))
+    out.append(("mqa_mxfp8_out", mxfp8_out_kernel, dict(X="*fp32", OUT_Q="*u8", OUT_S="*u8"), {}, {}))
+    return out
+
+
+def resource_usage(cubin: bytes) -> dict:
+    """Registers and stack bytes (spills) per thread, from the cuobjdump that Triton's package carries."""
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        txt = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+)", txt)
+    return {"regs": int(m.group(1)), "stack_bytes": int(m.group(2))} if m else {}
+
+
+def compile_all(arch: int = 90, names=None, log=print):
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        raise RuntimeError("compile_check needs TRITON_INTERPRET unset (the interpreter replaces the kernels)")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    results = []
+    for name, fn, ptrs, constexprs, options in _variants():
+        if names and not any(n in name for n in names):
+            continue
+        sig = {}
+        for a in fn.arg_names:
+            if a in constexprs:
+                sig[a] = "constexpr"
+            elif a in ptrs:
+                sig[a] = ptrs[a]
+            else:
+                sig[a] = "fp32" if a in FLOATS else "i32"
+        t0 = time.time()
+        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs),
+                           target=GPUTarget("cuda", arch, 32), options=options)
+        md = k.metadata
+        rec = dict(name=name, seconds=round(time.time() - t0, 1), num_warps=md.num_warps,
+                   shared=getattr(md, "shared", None), cubin_bytes=len(k.asm.get("cubin", b"")),
+                   **resource_usage(k.asm["cubin"]))
+        results.append(rec)
+        log(f"{name:32s} ok  {rec['seconds']:5.1f}s  warps={rec['num_warps']}  shared={rec['shared']}  "
+            f"regs={rec.get('regs')}  stack={rec.get('stack_bytes')}")
+    return results
+
+
+if __name__ == "__main__":
+    compile_all(names=sys.argv[1:] or None)
