@@ -48,6 +48,8 @@ PROVIDERS: dict[str, list[Provider]] = {
     "sparse_int8": [
         Provider("attnkit", "sparse_int8", "ours", "attnkit.sparse_int8.sparse_int8_attention as dispatched "
                  "(validation off in the timed call)", lambda inp: _sparse_ours(inp)),
+        Provider("attnkit_bf16_cache", "sparse_int8", "floor", "the same attnkit kernel over a bf16 cache (the "
+                 "int8 codes held in bf16): what an INT8 cache buys", lambda inp: _sparse_ours(inp, bf16_cache=True)),
         Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
                  lambda inp: peers.sparse_int8_torch(inp)),
     ],
@@ -87,9 +89,12 @@ def _relbias_ours(inp):
                                      **kw)
 
 
-def _sparse_ours(inp):
+def _sparse_ours(inp, bf16_cache=False):
     from ..sparse_int8 import sparse_int8_attention
-    args = (inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"], inp["indices"])
+    kc, vc = inp["k_cache"], inp["v_cache"]
+    if bf16_cache:
+        kc, vc = kc.to(torch.bfloat16), vc.to(torch.bfloat16)
+    args = (inp["q"], kc, vc, inp["key_scale"], inp["value_scale"], inp["indices"])
     out = torch.empty_like(inp["q"])
     lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
     sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse)  # validate once, here

@@ -21,12 +21,15 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
     require(D in SUPPORTED_HEAD_DIMS, "q", f"head dim {D} not in {SUPPORTED_HEAD_DIMS}")
     require(q.stride(-1) == 1, "q", "last dimension must be contiguous")
     for n, c in (("k_cache", k_cache), ("v_cache", v_cache)):
-        require(isinstance(c, torch.Tensor) and c.dim() == 3 and c.dtype == torch.int8, n, "must be an int8 [Hkv, C, D] tensor")
+        # bf16 caches are accepted too: the same kernel over a cache twice the size (a benchmark peer,
+        # "what an INT8 cache buys"; the scales still apply)
+        require(isinstance(c, torch.Tensor) and c.dim() == 3 and c.dtype in (torch.int8, torch.bfloat16), n,
+                "must be an int8 (or bfloat16) [Hkv, C, D] tensor")
         require(c.device == q.device, n, f"must be on q's device {q.device}")
         require(c.shape[2] == D, n, f"head dim {c.shape[2]} differs from q's {D}")
         require(c.stride(-1) == 1, n, "last dimension must be contiguous (other strides may be anything)")
-    require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride(), "v_cache",
-            "must have k_cache's shape and strides")
+    require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride() and v_cache.dtype == k_cache.dtype,
+            "v_cache", "must have k_cache's shape, strides and dtype")
     Hkv, C = k_cache.shape[:2]
     require(Hkv > 0 and Hq % Hkv == 0 and Hq // Hkv <= MAX_GROUP, "k_cache",
             f"Hq={Hq} must be Hkv={Hkv} times 1 to {MAX_GROUP}")

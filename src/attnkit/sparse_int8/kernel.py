@@ -85,7 +85,7 @@ def sparse_int8_kernel(
             valid = valid & (offs_j != c0)
         safe = tl.where(valid, idx, 0).to(tl.int64)
         k = tl.load(KC + g * stride_kh + safe[None, :] * stride_kc + offs_d[:, None], mask=valid[None, :], other=0)
-        kb = k.to(tl.float32).to(tl.bfloat16)  # int8 is exact in bf16 (via fp32: the interpreter
+        kb = k.to(tl.float32).to(tl.bfloat16)  # int8 (or a bf16 cache) is exact in bf16 (via fp32: the interpreter
         # converts int8 to bf16 by reinterpreting bits)
         s = _mma(q_hi, kb, tl.zeros([BLOCK_R, BLOCK_N], dtype=tl.float32), DOT_F32)
         s = _mma(q_lo, kb, s, DOT_F32)

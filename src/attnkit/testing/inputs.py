@@ -184,6 +184,8 @@ def make_sparse_int8(case: Case, device="cpu", seed: int = 0) -> dict:
         return codes
 
     k_cache, v_cache = cache(), cache()
+    if p.get("cache_dtype") == "bf16":  # the same codes held in a bf16 cache (exact)
+        k_cache, v_cache = k_cache.to(torch.bfloat16), v_cache.to(torch.bfloat16)
     # Model cases: scales up to 0.285 (ONNX Runtime's model data). Other cases: key scales that give
     # logits of standard deviation ~1, so that every candidate carries weight and a skipped one shows.
     hi = 0.285

@@ -163,6 +163,7 @@ _si("sparse_int8-edge", "all-invalid-rows", 4, 4, 2, 64, 50, 17, invalid=1.0)
 _si("sparse_int8-edge", "n1-strided", 2, 4, 1, 64, 50, 1, strided=True)
 _si("sparse_int8-edge", "value-scale-2p20", 2, 4, 1, 64, 80, 65, vs_exp=20)
 _si("sparse_int8-edge", "value-scale-2m135-negative-key-scales", 3, 4, 2, 64, 80, 70, vs_exp=-135, ks_sign=True)
+_si("sparse_int8-edge", "bf16-cache", 3, 8, 2, 64, 120, 70, cache_dtype="bf16")
 _si("sparse_int8-edge", "big-cache", 2, 2, 1, 64, (1 << 20) + 3, 64, tiers=(FULL,))
 # ONNX Runtime's model shapes (24 query heads, 2 KV heads, D = 256, 2048 candidates, scale 1/16, queries of
 # standard deviation 1.4, int8 codes of standard deviation 40, scales up to 0.285): benchmarked and gated.
