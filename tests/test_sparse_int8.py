@@ -23,11 +23,12 @@ def _args(i):
 
 
 def test_split_plan_is_a_pure_function():
-    p = plan(1, 2, 12, 2048, 132, None)
+    p = plan(1, 2, 12, 2048, 132, None, 128)
     assert not p.direct and p.num_splits * p.cands_per_split >= 2048 and p.num_splits <= 2048 // BLOCK_N
-    assert plan(128, 2, 12, 2048, 132, None).direct
-    assert plan(8, 2, 12, 8192, 132, 1).num_splits == 128  # the override: one tile per split
-    assert plan(1, 1, 1, 0, 132, None).num_splits == 1
+    assert plan(128, 2, 12, 2048, 132, None, 128).direct
+    assert plan(8, 2, 12, 8192, 132, 1, 128).num_splits == 128  # the override: one 64-candidate tile per split
+    assert plan(8, 2, 12, 8192, 132, 1, 256).num_splits == 256  # D = 256 tiles hold 32 candidates
+    assert plan(1, 1, 1, 0, 132, None, 64).num_splits == 1
 
 
 @pytest.mark.parametrize("tps", [1, 2, 3, 64])

@@ -7,7 +7,9 @@ Evidence so far:
   forward kernel spills 968 bytes per thread at D = 128 (the bias tile's addresses and masks are live
   next to the accumulator) and the paged fp8 decode kernel 1248; with 8 warps 24 and 0. So 8 warps
   from D = 128 up; predicted to help the prefill rows most (they ran at 21% of the FLOP floor),
-  not yet timed. Each further change to this table must cite the artifact that justified it.
+  not yet timed. Left for the timed sweep: the paged forward kernel at D = 128 still spills 272 bytes
+  (0 with BLOCK_N = 32), and D = 256 864 (232 with BLOCK_M = 32); each further change to this table
+  must cite the artifact that justified it.
 """
 
 from __future__ import annotations

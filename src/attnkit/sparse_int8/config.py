@@ -15,11 +15,11 @@ from ..options import IntOption, Switch
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
 MAX_GROUP = 16
 DECODE_MAX_ROWS = 16
-BLOCK_N = 64
+BLOCK_N = 64  # candidates per tile; 32 at D = 256 (see plan)
 SPLIT_TARGET_CTAS_PER_SM = 2
 
 TILES_PER_SPLIT = IntOption("tiles_per_split", "ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT", None, 1, 1 << 20,
-                            "candidate tiles (of BLOCK_N) per split in decode; default: the split rule")
+                            "candidate tiles (64 candidates, 32 at D = 256) per split in decode; default: the split rule")
 PV_SPLIT = Switch("pv_split", "ATTNKIT_SPARSE_INT8_PV_SPLIT", True,
                   "probability tile as a bf16 high part plus a residual (needed for exact cancellation)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
@@ -40,13 +40,16 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     """A pure function of shapes and device. Warps: 8 from D = 128 up (sm_90 cubins spill 80 / 232 bytes
     per thread with 4 warps at D = 128 / 256, 0 / 112 with 8; compile_check, not yet timed)."""
     warps = 8 if head_dim >= 128 else 4
+    # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread
+    # (direct / split), with 32 none (compile_check; not yet timed). A "tile" of tiles_per_split is this size.
+    block_n = 32 if head_dim >= 256 else BLOCK_N
     block_r = 16 if group <= 16 else 32
-    tiles = max(1, -(-n // BLOCK_N))
+    tiles = max(1, -(-n // block_n))
     if T > DECODE_MAX_ROWS and tiles_per_split is None:
-        return Plan(1, tiles * BLOCK_N, block_r, BLOCK_N, True, warps)
+        return Plan(1, tiles * block_n, block_r, block_n, True, warps)
     if tiles_per_split is None:
         want = -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // max(1, T * hkv))
         splits = max(1, min(want, tiles))
         tiles_per_split = -(-tiles // splits)
     splits = -(-tiles // tiles_per_split)
-    return Plan(splits, tiles_per_split * BLOCK_N, block_r, BLOCK_N, False, warps)
+    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps)
