@@ -121,9 +121,13 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> st
 def kernel_table(family: str) -> str:
     from ..gate.registry import gates
     covered = sorted({g for gate in gates(family) for g in gate.groups if gate.family == family})
-    lines = ["| kernel path | status | shape families gated |", "|---|---|---|"]
+    lines = ["| kernel path | status | shape families its gates cover (smoke cases in CI, full on a GPU) |",
+             "|---|---|---|"]
     for path, status in KERNEL_PATHS[family]:
         lines.append(f"| {path} | {status} | {', '.join(f'`{c}`' for c in covered) if status == 'implemented' else '-'} |")
+    lines.append("")
+    lines.append("GPU gate runs, with their commits: `benchmarks/checks/`. A path marked \"interpreter only\" has "
+                 "run only its smoke cases, in Triton's interpreter.")
     peer_gates = [g for g in gates(family) if g.family == family and g.what.startswith("peer")]
     if peer_gates:
         lines.append("")
