@@ -1,0 +1,69 @@
+"""Random shapes the dispatchers accept, drawn by hypothesis, against the fp64 oracles (interpreter on a
+CPU, compiled on a GPU): odd lengths, odd GQA ratios, windows, extents, empty lists."""
+
+import math
+
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from attnkit.reference import relbias_attention_ref, sparse_int8_ref
+from attnkit.relbias import relbias_attention
+from attnkit.sparse_int8 import sparse_int8_attention
+from attnkit.testing import compare
+from attnkit.testing.baselines import relbias_baseline, sparse_int8_baseline
+
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(T=st.integers(1, 20), hkv=st.sampled_from([1, 2]), group=st.sampled_from([1, 3, 5, 12, 16]),
+       n=st.integers(0, 130), invalid=st.sampled_from([0.0, 0.3, 1.0]), per_head=st.booleans(),
+       tps=st.sampled_from([None, 1, 2]), seed=st.integers(0, 2 ** 20))
+def test_sparse_int8_random_shapes(T, hkv, group, n, invalid, per_head, tps, seed):
+    g = torch.Generator().manual_seed(seed)
+    D, C = 64, 97
+    q = torch.randn(T, hkv * group, D, generator=g).bfloat16()
+    kc = torch.randint(-127, 128, (hkv, C, D), generator=g, dtype=torch.int8)
+    vc = torch.randint(-127, 128, (hkv, C, D), generator=g, dtype=torch.int8)
+    ks = torch.rand(hkv, D, generator=g) * 0.05 + 0.001
+    vs = torch.rand(hkv, D, generator=g) * 0.3 - 0.15
+    shape = (T, hkv, n) if per_head else (T, n)
+    idx = torch.randint(0, C, shape, generator=g, dtype=torch.int32)
+    idx[torch.rand(shape, generator=g) < invalid] = -1
+    inp = dict(q=q, k_cache=kc, v_cache=vc, key_scale=ks, value_scale=vs, indices=idx, scale=1 / math.sqrt(D))
+    inp = {k: (v.to(DEV) if isinstance(v, torch.Tensor) else v) for k, v in inp.items()}
+    args = (inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"], inp["indices"])
+    out, lse = sparse_int8_attention(*args, scale=inp["scale"], tiles_per_split=tps)
+    ref, ref_lse = sparse_int8_ref(*args, scale=inp["scale"])
+    base, base_lse = sparse_int8_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+@SETTINGS
+@given(lens=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 90)), min_size=1, max_size=3),
+       hkv=st.sampled_from([1, 2]), group=st.sampled_from([1, 3, 4]), E=st.integers(1, 150),
+       window=st.one_of(st.none(), st.integers(1, 60)), beyond=st.sampled_from(["zero", "clamp"]),
+       force=st.sampled_from([None, "fwd", "decode"]), seed=st.integers(0, 2 ** 20))
+def test_relbias_random_shapes(lens, hkv, group, E, window, beyond, force, seed):
+    g = torch.Generator().manual_seed(seed)
+    D = 64
+    lq = [a for a, _ in lens]
+    lk = [a + b for a, b in lens]  # seqlen_k >= seqlen_q
+    if force == "decode":
+        lq = [min(x, 16) for x in lq]
+        lk = [max(k, q) for q, k in zip(lq, lk)]
+    Hq = hkv * group
+    q = torch.randn(sum(lq), Hq, D, generator=g).bfloat16().to(DEV)
+    k = torch.randn(sum(lk), hkv, D, generator=g).bfloat16().to(DEV)
+    v = torch.randn(sum(lk), hkv, D, generator=g).bfloat16().to(DEV)
+    table = torch.randn(Hq, E, generator=g).to(DEV)
+    cq = torch.tensor([0] + list(torch.tensor(lq).cumsum(0)), dtype=torch.int32, device=DEV)
+    ck = torch.tensor([0] + list(torch.tensor(lk).cumsum(0)), dtype=torch.int32, device=DEV)
+    kw = dict(window=window, beyond=beyond, softmax_scale=1 / math.sqrt(D))
+    out, lse = relbias_attention(q, k, v, cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, _force=force, **kw)
+    ref, ref_lse = relbias_attention_ref(q, k, v, cq, ck, table, **kw)
+    base, base_lse = relbias_baseline(dict(q=q, k=k, v=v, cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, **kw))
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
