@@ -72,12 +72,10 @@ def kernel_paths() -> list[dict]:
         gluon = cuda and torch.cuda.get_device_capability(0) >= (9, 0)
     except ImportError:
         gluon = False
-    return [
-        {"path": "merge: Triton split-K merge", "status": "implemented", "runs": where},
-        {"path": "relbias: forward kernel", "status": "implemented", "runs": where},
-        {"path": "relbias: split-K decode kernel", "status": "implemented", "runs": where},
-        {"path": "sparse_int8: prefill / split-K decode kernels", "status": "not implemented", "runs": "-"},
-        {"path": "mqa_decode: head-padded / swap-AB kernels", "status": "not implemented", "runs": "-"},
+    from .status import KERNEL_PATHS
+    rows = [{"path": f"{fam}: {path}", "status": status, "runs": where if status == "implemented" else "-"}
+            for fam, paths in KERNEL_PATHS.items() for path, status in paths]
+    return rows + [
         {"path": "peer: FlexAttention", "status": "available" if flex != "unavailable" else "unavailable", "runs": flex},
         {"path": "peer: SDPA cuDNN / flash", "status": "available" if cuda else "GPU only", "runs": "GPU" if cuda else "-"},
         {"path": "peer: PyTorch gather + dequantize + SDPA", "status": "available", "runs": "GPU" if cuda else "CPU"},
