@@ -28,15 +28,6 @@ class GateResult:
     power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n}
     reason: str = ""
 
-    @property
-    def worst(self) -> float:
-        return max((c.get("worst_ratio", 0.0) for c in self.cases if c.get("status") == "pass"
-                    or c.get("status") == "fail"), default=0.0)
-
-
-def _to_float(x):
-    return x if x is None else x
-
 
 def _exact(out, ref) -> dict:
     same = out.shape == ref.shape and torch.equal(out.cpu(), ref.cpu())

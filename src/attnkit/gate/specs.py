@@ -12,8 +12,11 @@ from .registry import Gate, Perturbation, register
 RELBIAS_GROUPS = tuple(g for g in shapes.groups("relbias"))
 
 
-def _on_device(device):
-    return device
+def _poisoned_outputs(q):
+    """Output [T, Hq, D] in q's dtype and LSE [T, Hq] fp32, poisoned so an unwritten element shows."""
+    from ..testing.compare import poison_
+    return (poison_(torch.empty_like(q)),
+            poison_(torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)))
 
 
 # ------------------------------------------------------------------------------------------ relbias
@@ -47,12 +50,10 @@ register(Gate(
 def relbias_kernel_call(inp, perturb=None, fn=None, force=None):
     """Call attnkit.relbias.relbias_attention on an input dictionary of attnkit.testing.inputs."""
     from ..relbias import relbias_attention
-    from ..testing.compare import poison_
     fn = fn or relbias_attention
     kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"], window=inp["window"], beyond=inp["beyond"],
               softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"))
-    out = poison_(torch.empty_like(inp["q"]))
-    lse = poison_(torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device))
+    out, lse = _poisoned_outputs(inp["q"])
     if force is not None:
         kw["_force"] = force
     if "k_cache" in inp:
@@ -115,9 +116,7 @@ register(Gate(
 
 def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None):
     from ..sparse_int8 import sparse_int8_attention
-    from ..testing.compare import poison_
-    out = poison_(torch.empty_like(inp["q"]))
-    lse = poison_(torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device))
+    out, lse = _poisoned_outputs(inp["q"])
     return sparse_int8_attention(inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"],
                                  inp["indices"], scale=inp["scale"], tiles_per_split=tiles_per_split, out=out,
                                  lse=lse, _perturb=perturb)

@@ -118,14 +118,20 @@ def decode_nvfp4_record(rec: torch.Tensor) -> torch.Tensor:
     return vals * scales
 
 
+def pow2_block_exponent(amax: torch.Tensor, vmax: float = E4M3_MAX) -> torch.Tensor:
+    """The UE8M0 rule: the smallest e (fp64) with amax / 2^e <= vmax, clamped to [-127, 127]; -127 for a
+    zero block."""
+    amax = amax.to(F64)
+    e = torch.ceil(torch.log2(torch.where(amax > 0, amax / vmax, torch.ones_like(amax))))
+    # log2 rounding guard: make sure 2^e is the smallest power of two with amax / 2^e <= vmax
+    e = torch.where(amax / torch.exp2(e - 1) <= vmax, e - 1, e)
+    return torch.where(amax > 0, e, torch.full_like(e, -127.0)).clamp(-127, 127)
+
+
 def encode_fp8_record(x: torch.Tensor) -> torch.Tensor:
     """[..., 512] float -> [..., 528] uint8 (the writer's rounding rule, see module doc)."""
     xb = x.to(F64).reshape(*x.shape[:-1], MQA_DIM // FP8_BLOCK, FP8_BLOCK)
-    amax = xb.abs().amax(-1)
-    e = torch.ceil(torch.log2(torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))))
-    # log2 rounding guard: make sure 2^e is the smallest power of two with amax / 2^e <= 448
-    e = torch.where(amax / torch.exp2(e - 1) <= E4M3_MAX, e - 1, e)
-    e = torch.where(amax > 0, e, torch.full_like(e, -127.0)).clamp(-127, 127)
+    e = pow2_block_exponent(xb.abs().amax(-1))
     codes = encode_e4m3(xb / torch.exp2(e).unsqueeze(-1)).reshape(*x.shape[:-1], MQA_DIM)
     return torch.cat([codes, (e + UE8M0_BIAS).to(torch.uint8)], dim=-1)
 

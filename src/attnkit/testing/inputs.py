@@ -14,7 +14,7 @@ import zlib
 import torch
 
 from ..contract import EMPTY_SLOT, E4M3_MAX
-from ..reference.mqa_decode import RECORD_FORMATS, mqa_write_ref
+from ..reference.mqa_decode import RECORD_FORMATS, mqa_write_ref, pow2_block_exponent
 from .shapes import Case
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -66,11 +66,7 @@ def fp8_e4m3_quantize(x: torch.Tensor, head_dim_axis: int = -2):
 def ue8m0_block_scales(x: torch.Tensor, block: int, vmax: float = E4M3_MAX) -> torch.Tensor:
     """UE8M0 byte per block of the last axis: the smallest 2^e with amax / 2^e <= vmax."""
     xb = x.float().reshape(*x.shape[:-1], -1, block)
-    amax = xb.abs().amax(-1).double()
-    e = torch.ceil(torch.log2(torch.where(amax > 0, amax / vmax, torch.ones_like(amax))))
-    e = torch.where(amax / torch.exp2(e - 1) <= vmax, e - 1, e)
-    e = torch.where(amax > 0, e, torch.full_like(e, -127.0)).clamp(-127, 127)
-    return (e + 127).to(torch.uint8)
+    return (pow2_block_exponent(xb.abs().amax(-1), vmax) + 127).to(torch.uint8)
 
 
 def nvfp4_quantize(x: torch.Tensor) -> torch.Tensor:
