@@ -46,6 +46,8 @@ def record() -> dict:
         "triton": triton_version,
         "interpreter": os.environ.get("TRITON_INTERPRET", "0") == "1",
         "device": device_kind(),
+        # tuning options set in the environment (they change what ran; see attnkit.options)
+        "options": {k: v for k, v in sorted(os.environ.items()) if k.startswith("ATTNKIT_") and k != "ATTNKIT_GIT_SHA"},
     }
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)

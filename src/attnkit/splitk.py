@@ -42,12 +42,14 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool 
         lse.fill_(float("-inf")) if D == 0 and R else None
         return
     block_d = min(triton.next_power_of_2(D), 256)
+    block_s = min(triton.next_power_of_2(S), max(1, 8192 // block_d))  # a [BLOCK_S, BLOCK_D] tile: <= 32 KB
     grid = (R, triton.cdiv(D, block_d))
     from ._triton.merge_kernel import merge_partials_kernel
     # _lose_split merges one split fewer: the deliberately broken variant the power check must catch
     merge_partials_kernel[grid](m, l, acc, out, lse, row_exp if row_exp is not None else lse,
                                 S - 1 if (_lose_split and S > 1) else S, D, m.stride(0), m.stride(1), acc.stride(0),
-                                acc.stride(1), out.stride(0), BLOCK_D=block_d, HAS_E=row_exp is not None)
+                                acc.stride(1), out.stride(0), BLOCK_D=block_d, BLOCK_S=block_s,
+                                HAS_E=row_exp is not None)
 
 
 def merge_partials(m, l, acc, out_dtype=torch.float32, *, _lose_split: bool = False):

@@ -60,6 +60,10 @@ PROVIDERS: dict[str, list[Provider]] = {
                  lambda inp: _mqa_ours(inp, "swapab")),
         Provider("attnkit_insert", "mqa_decode", "ours", "attnkit record writer: the step's T new tokens into the "
                  "window cache (a step = this + attention)", lambda inp: _mqa_insert(inp)),
+        Provider("attnkit_step_headpad", "mqa_decode", "ours", "a step: insert + head-padded attention",
+                 lambda inp: _mqa_step(inp, "headpad")),
+        Provider("attnkit_step_swapab", "mqa_decode", "ours", "a step: insert + swap-AB attention (H 16 / 32)",
+                 lambda inp: _mqa_step(inp, "swapab")),
         Provider("torch_dequant_sdpa", "mqa_decode", "peer",
                  "PyTorch record gather + dequantize to bf16 + SDPA (sink as a zero-valued key)",
                  lambda inp: peers.mqa_decode_torch(inp)),
@@ -118,6 +122,15 @@ def _mqa_insert(inp):
     mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8")
     return lambda: mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8",
                                      validate=False)
+
+
+def _mqa_step(inp, kernel):
+    insert, attend = _mqa_insert(inp), _mqa_ours(inp, kernel)
+
+    def run():
+        insert()
+        return attend()
+    return run
 
 
 def providers(family: str, names=None) -> list[Provider]:

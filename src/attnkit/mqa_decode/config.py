@@ -5,29 +5,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..options import IntOption
+
 SPLIT_TARGET_CTAS_PER_SM = 2
+HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 256, 128, 512,
+                           "output dims per head-padded program (128, 256 or 512)")
+SWAPAB_BLOCK_N = IntOption("block_n", "ATTNKIT_MQA_SWAPAB_BLOCK_N", 32, 32, 64,
+                           "slots per swap-AB tile (32 or 64)")
 
 
 @dataclass(frozen=True)
 class HeadpadPlan:
     block_h: int  # heads on M, padded to 64
     block_n: int  # slots per tile
-    dc: int  # dims per chunk of the score product
-    out_dc: int  # output dims per program
+    out_dc: int  # output dims per program (the scores are recomputed 512 / out_dc times)
     num_splits: int
     slots_per_split: int
     num_warps: int
 
 
-def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str) -> HeadpadPlan:
-    block_n = 32
-    tiles = max(1, -(-n_slots // block_n))
-    programs = T * (-(-H // 64)) * 4
+def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_splits: int | None) -> tuple[int, int]:
+    """(splits, tiles per split): enough splits to put SPLIT_TARGET_CTAS_PER_SM programs on every SM, never
+    more than there are tiles; an explicit num_splits overrides the rule."""
     if num_splits is None:
-        num_splits = max(1, min(tiles, -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // programs)))
+        num_splits = -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // max(1, T * programs_per_split))
+    num_splits = max(1, min(tiles, num_splits))
     per = -(-tiles // num_splits)
-    return HeadpadPlan(block_h=64, block_n=block_n, dc=64, out_dc=128, num_splits=-(-tiles // per),
-                       slots_per_split=per * block_n, num_warps=8 if device_type == "cuda" else 4)
+    return -(-tiles // per), per
+
+
+def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
+                 out_dc: int | None = None) -> HeadpadPlan:
+    block_n = 32
+    out_dc = HEADPAD_OUT_DC.resolve(out_dc)
+    if out_dc not in (128, 256, 512):
+        raise ValueError(f"out_dc: must be 128, 256 or 512, got {out_dc}")
+    tiles = max(1, -(-n_slots // block_n))
+    splits, per = _splits(T, -(-H // 64) * (512 // out_dc), tiles, sm_count, num_splits)
+    return HeadpadPlan(block_h=64, block_n=block_n, out_dc=out_dc, num_splits=splits, slots_per_split=per * block_n,
+                       num_warps=8 if device_type == "cuda" else 4)
 
 
 SWAPAB_HEADS = (16, 32)
@@ -44,22 +60,19 @@ def use_swapab(T: int, H: int, cutoff: int | None = SWAPAB_T_CUTOFF) -> bool:
 @dataclass(frozen=True)
 class SwapabPlan:
     block_n: int  # slots per tile (the MMA's M)
-    dc: int
-    out_dc: int
     num_splits: int
     slots_per_split: int
     num_warps: int
 
 
-def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str) -> SwapabPlan:
-    block_n = 64
-    # 128 output dims per program: the sm_90 cubins spill 472 / 2800 bytes per thread (fp8 / nvfp4, H = 16)
-    # with all 512, 320 with 256, none with 128 (compile_check; not yet timed)
-    out_dc = 128
+def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
+                block_n: int | None = None) -> SwapabPlan:
+    """Tiles of 32 slots by default: with 64 the sm_90 cubins spill 1.6 KB (fp8) / 3 KB (nvfp4) per thread, with
+    32 none (fp8) / 0.9 KB (nvfp4) (compile_check)."""
+    block_n = SWAPAB_BLOCK_N.resolve(block_n)
+    if block_n not in (32, 64):
+        raise ValueError(f"block_n: must be 32 or 64, got {block_n}")
     tiles = max(1, -(-n_slots // block_n))
-    programs = T * (512 // out_dc)  # noqa: E501
-    if num_splits is None:
-        num_splits = max(1, min(tiles, -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // programs)))
-    per = -(-tiles // num_splits)
-    return SwapabPlan(block_n=block_n, dc=64, out_dc=out_dc, num_splits=-(-tiles // per), slots_per_split=per * block_n,
+    splits, per = _splits(T, 1, tiles, sm_count, num_splits)
+    return SwapabPlan(block_n=block_n, num_splits=splits, slots_per_split=per * block_n,
                       num_warps=8 if device_type == "cuda" else 4)

@@ -1,4 +1,4 @@
-"""Host side of mqa_decode: the record writer and the head-padded decode (swap-AB: not implemented yet).
+"""Host side of mqa_decode: the record writer and the decode (head-padded and swap-AB kernels, one finishing merge).
 Records and semantics: docs/mqa_decode.md and attnkit.reference.mqa_decode."""
 
 from __future__ import annotations
@@ -59,42 +59,31 @@ LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in 
 def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
-    return (kernel, H, plan.block_n, plan.dc, plan.out_dc, plan.num_warps, fmt)
+    return (kernel, H, plan.block_n, getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
 
 
-def _rope_fp32(x, positions, cos_sin, inverse=False):
-    """Rotate the last 64 dims of x [T, H, 512] (fp32) at positions [T] (inverse: by -angle)."""
-    cs = cos_sin[positions.long()]  # [T, 64]
-    c, s = cs[:, None, :32], cs[:, None, 32:]
-    if inverse:
-        s = -s
-    a, b = x[..., 448::2], x[..., 449::2]
-    ra = a * c - b * s
-    rb = a * s + b * c
-    y = x.clone()
-    y[..., 448::2] = ra
-    y[..., 449::2] = rb
-    return y
-
-
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
-                         softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, validate=True,
-                         out_fp8=None, out_scale=None, _perturb=None, _return_fp32=False):
+                         softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
+                         validate=True, out_fp8=None, out_scale=None, _perturb=None, _return_fp32=False):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
-    "swapab" (slots on M, H in {16, 32}).
+    "swapab" (slots on M, H in {16, 32}). num_splits: slot-list splits per token (default: the split rule);
+    out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 256).
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
+    Launches: the attention kernel and the finishing merge (plus the MXFP8 quantizer when asked); no host
+    sync with validate=False, and nothing allocated but the outputs and the partials.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
             "q", f"must be a bfloat16 [T, H_pad, {MQA_DIM}] tensor")
     check_device("q", q)
+    require(q.stride(2) == 1, "q", "last dimension must be contiguous")
     T, H_pad, _ = q.shape
     H = int(num_heads)
     require(1 <= H <= H_pad, "num_heads", f"must lie in [1, H_pad={H_pad}]")
@@ -106,8 +95,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     for n, ix in (("swa_idx", swa_idx), ("comp_idx", comp_idx)):
         require(isinstance(ix, torch.Tensor) and ix.dim() == 2 and ix.shape[0] == T and ix.dtype == torch.int32
                 and ix.stride(1) == 1 and ix.device == dev, n, f"must be an int32 [T={T}, n] tensor on {dev}")
-    require(isinstance(sink, torch.Tensor) and sink.shape == (H,) and sink.dtype == torch.float32 and sink.device == dev,
-            "sink", f"must be a float32 [{H}] tensor on {dev}")
+    require(isinstance(positions, torch.Tensor) and positions.shape == (T,) and positions.dtype in (torch.int32, torch.int64)
+            and positions.device == dev, "positions", f"must be an int32/int64 [{T}] tensor on {dev}")
+    require(isinstance(cos_sin, torch.Tensor) and cos_sin.dim() == 2 and cos_sin.shape[1] == MQA_ROPE_DIM
+            and cos_sin.dtype == torch.float32 and cos_sin.is_contiguous() and cos_sin.device == dev, "cos_sin",
+            f"must be a contiguous float32 [max_pos, {MQA_ROPE_DIM}] on {dev}")
+    require(isinstance(sink, torch.Tensor) and sink.shape == (H,) and sink.dtype == torch.float32 and sink.device == dev
+            and sink.is_contiguous(), "sink", f"must be a contiguous float32 [{H}] tensor on {dev}")
     require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
     if validate and T:
         for n, ix, c in (("swa_idx", swa_idx, swa_cache), ("comp_idx", comp_idx, comp_cache)):
@@ -117,6 +111,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(int(positions.min()) >= 0 and int(positions.max()) < cos_sin.shape[0], "positions",
                 f"must lie in [0, {cos_sin.shape[0]})")
         require(bool(torch.isfinite(q).all()), "q", "holds a non-finite value")
+        require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import interpreting
     from .config import SWAPAB_HEADS, headpad_plan, swapab_plan, use_swapab
@@ -125,47 +120,40 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         kernel = "swapab" if use_swapab(T, H) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
-    qr = _rope_fp32(q.float(), positions, cos_sin).to(torch.bfloat16)
     R = T * H
+    out = torch.empty((T, H, MQA_DIM), dtype=torch.bfloat16, device=dev)
+    lse = torch.empty((R,), dtype=torch.float32, device=dev)
+    want32 = _return_fp32 or out_fp8 is not None or out_scale is not None
+    o32 = torch.empty((T, H, MQA_DIM), dtype=torch.float32, device=dev) if want32 else lse
+    if T == 0:
+        return (out, lse.view(T, H), o32) if _return_fp32 else (out, lse.view(T, H))
     common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type)
     else:
-        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type)
+        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
-    m = torch.empty((S + 1, R), dtype=torch.float32, device=dev)
+    m = torch.empty((S, R), dtype=torch.float32, device=dev)
     l = torch.empty_like(m)
-    acc = torch.empty((S + 1, R, MQA_DIM), dtype=torch.float32, device=dev)
-    strides = (qr.stride(0), qr.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
+    acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
+    args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
+            plan.slots_per_split)
+    strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
     if kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
-        mqa_swapab_kernel[(S, T, MQA_DIM // plan.out_dc)](
-            qr, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
-            plan.slots_per_split, *strides, H=H, BLOCK_N=plan.block_n, DC=plan.dc, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, **common)
+        mqa_swapab_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps, **common)
     else:
         from .kernel_headpad import mqa_headpad_kernel
         n_hb = -(-H // plan.block_h)
-        mqa_headpad_kernel[(S, T, n_hb * (MQA_DIM // plan.out_dc))](
-            qr, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
-            plan.slots_per_split, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, DC=plan.dc,
-            OUT_DC=plan.out_dc, num_warps=plan.num_warps, **common)
-    # the sink: one more partial with m = sink, l = 1, acc = 0 (a virtual key of value zero)
-    sk = sink.view(1, H).expand(T, H).reshape(R)
-    if _perturb == "sink-dropped":
-        sk = torch.full_like(sk, float("-inf"))
-    m[S] = sk
-    l[S] = torch.where(torch.isfinite(sk), 1.0, 0.0)
-    acc[S] = 0.0
-    out32 = torch.empty((R, MQA_DIM), dtype=torch.float32, device=dev)
-    lse = torch.empty((R,), dtype=torch.float32, device=dev)
-    from .. import splitk
-    splitk.merge_partials_into(m, l, acc, out32, lse)
-    o = out32.view(T, H, MQA_DIM)
-    if _perturb != "rope-not-undone":
-        o = _rope_fp32(o, positions, cos_sin, inverse=True)
+        mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
+            *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
+            num_warps=plan.num_warps, **common)
+    from .kernel_merge import mqa_merge_kernel
+    mqa_merge_kernel[(R,)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
+                           BLOCK_S=min(16, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
+                           ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32)
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
                 and out_fp8.dtype == torch.float8_e4m3fn and out_fp8.is_contiguous() and out_fp8.device == dev,
@@ -174,10 +162,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                 and out_scale.dtype == torch.uint8 and out_scale.is_contiguous() and out_scale.device == dev,
                 "out_scale", f"must be a contiguous uint8 [{T}, {H_pad}, {MQA_DIM // 32}] on {dev}")
         from .kernel_mxfp8 import mxfp8_out_kernel
-        mxfp8_out_kernel[(R,)](o.contiguous(), out_fp8.view(torch.uint8), out_scale, H, H_pad)
+        mxfp8_out_kernel[(R,)](o32, out_fp8.view(torch.uint8), out_scale, H, H_pad)
     if _return_fp32:  # tests: the fp32 output the bf16 and MXFP8 outputs are rounded from
-        return o.to(torch.bfloat16), lse.view(T, H), o
-    return o.to(torch.bfloat16), lse.view(T, H)
+        return out, lse.view(T, H), o32
+    return out, lse.view(T, H)
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,

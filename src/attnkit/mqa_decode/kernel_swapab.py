@@ -1,73 +1,77 @@
 """mqa_decode swap-AB kernel (H = 16 or 32): KV slots on the MMA's M side, the live heads on N.
 
-Computes   the same partials as kernel_headpad.py, transposed: S^T [slots, H] = KV [slots, 512] . Q^T, the
-           softmax runs down the columns (per head), and O^T [512, H] += V^T [512, slots] . P^T, so no
-           MMA row is spent on padding heads.
-Contract   as kernel_headpad.py (partials written back head-major: acc[split, t * H + h, d]).
-Numerics   as kernel_headpad.py.
+Computes   per token t and split s (a range of list positions: the window list, then the compressed
+           list), S^T [slots, H] = KV [slots, 512] . Q_rot^T, the softmax down the columns (per head),
+           and O^T [512, H] += KV^T [512, slots] . P^T: the un-normalized partials (m, l, acc). No MMA row
+           is spent on padding heads, and the whole 512-dim output fits one program (O^T is 512 x H
+           fp32), so each record is read and decoded once.
+Contract   q [T, H_pad, 512] bf16 unrotated (rotated here, kernel_common.rope_q); caches [pages,
+           page_size, stride] uint8; swa_idx [T, W], comp_idx [T, K] int32 slot ids (-1 empty);
+           partials m, l [S, T * H], acc [S, T * H, 512] fp32 (head-major rows).
+Numerics   exact record decode into bf16, fp32 accumulation; softmax in fp32, natural-log domain
+           scaled by log2(e) after the maximum is subtracted.
 Dispatch   attnkit.mqa_decode.config.use_swapab (H in {16, 32} and T at most the measured cutoff).
 Oracle     attnkit.reference.mqa_decode.mqa_decode_ref; gate "mqa_decode/triton_swapab".
-PERTURB    as kernel_headpad.py.
+PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads its neighbour's scale.
 """
 
 import triton
 import triton.language as tl
 
-from .kernel_headpad import _dequant, slot_tile
+from .kernel_common import LOG2E, dequant_rows, list_range, rope_q, tile_slots
 
-LOG2E = tl.constexpr(1.4426950408889634)
+
+@triton.jit
+def _swapab_tile(CACHE, IDX_ROW, p0, p1, first, stride_rec, qT, m_i, l_i, acc, sm_scale,
+                 BLOCK_N: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr):
+    slot, ok = tile_slots(IDX_ROW, p0, p1, first, BLOCK_N, PERTURB)
+    kv = dequant_rows(CACHE, slot, ok, stride_rec, 0, 512, BLOCK_N, NVFP4, PERTURB)  # [BLOCK_N, 512]
+    if DOT_F32:  # the interpreter multiplies bf16 bit patterns: widen the exact bf16 values
+        s = tl.dot(kv.to(tl.float32), qT.to(tl.float32), input_precision="ieee")
+    else:
+        s = tl.dot(kv, qT)  # S^T [BLOCK_N, H]
+    s = tl.where(ok[:, None], s * sm_scale, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 0))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp2((s - m_safe[None, :]) * LOG2E)  # P^T
+    alpha = tl.exp2((m_i - m_safe) * LOG2E)
+    l_i = l_i * alpha + tl.sum(p, 0)
+    acc = acc * alpha[None, :]
+    if DOT_F32:
+        acc = tl.dot(tl.trans(kv.to(tl.float32)), p.to(tl.bfloat16).to(tl.float32), acc, input_precision="ieee")
+    else:
+        acc = tl.dot(tl.trans(kv), p.to(tl.bfloat16), acc)
+    return m_new, l_i, acc
 
 
 @triton.jit
 def mqa_swapab_kernel(
-    QR, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
+    Q, POS, COS_SIN, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
     sm_scale, W, K, slots_per_split,
     stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
-    H: tl.constexpr, BLOCK_N: tl.constexpr, DC: tl.constexpr, OUT_DC: tl.constexpr,
-    NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+    H: tl.constexpr, BLOCK_N: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
 ):
-    split = tl.program_id(0)
-    t = tl.program_id(1)
-    oc = tl.program_id(2)
+    t = tl.program_id(0)
+    split = tl.program_id(1)
     heads = tl.arange(0, H)
-    total = W + K
-    n0_split = split * slots_per_split
-    n1_split = tl.minimum(n0_split + slots_per_split, total)
+    pos = tl.load(POS + t).to(tl.int64)
+    qT = rope_q(Q, COS_SIN, t, heads, heads < H, stride_qt, stride_qh, pos, False)  # [512, H]
+    n0 = split * slots_per_split
+    n1 = tl.minimum(n0 + slots_per_split, W + K)
+    w0, w1, c0, c1 = list_range(n0, n1, W)
     m_i = tl.full([H], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([H], dtype=tl.float32)
-    acc = tl.zeros([OUT_DC, H], dtype=tl.float32)  # O^T chunk
-    qbase = QR + t.to(tl.int64) * stride_qt + heads[None, :] * stride_qh
-    for n0 in range(n0_split, n1_split, BLOCK_N):
-        sw, sc_, ok_w, ok_c, ok = slot_tile(SWA_IDX, COMP_IDX, t, n0, n0_split, n1_split, W, stride_wt, stride_kt,
-                                            BLOCK_N, PERTURB)
-        s = tl.zeros([BLOCK_N, H], dtype=tl.float32)  # S^T: slots on M, heads on N
-        for d0 in range(0, 512, DC):
-            qT = tl.load(qbase + d0 + tl.arange(0, DC)[:, None])  # [DC, H]
-            kw = _dequant(SWA, sw, ok_w, d0, stride_swa, DC, False, PERTURB)
-            kc = _dequant(COMP, sc_, ok_c, d0, stride_comp, DC, NVFP4, PERTURB)
-            kv = tl.where(ok_w[:, None], kw, kc)  # [BLOCK_N, DC]
-            if DOT_F32:
-                s = tl.dot(kv.to(tl.float32), qT.to(tl.float32), s, input_precision="ieee")
-            else:
-                s = tl.dot(kv, qT, s)
-        s = tl.where(ok[:, None], s * sm_scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2((s - m_safe[None, :]) * LOG2E)  # P^T [BLOCK_N, H]
-        alpha = tl.exp2((m_i - m_safe) * LOG2E)
-        l_i = l_i * alpha + tl.sum(p, 0)
-        acc = acc * alpha[None, :]
-        vw = _dequant(SWA, sw, ok_w, oc * OUT_DC, stride_swa, OUT_DC, False, PERTURB)
-        vc = _dequant(COMP, sc_, ok_c, oc * OUT_DC, stride_comp, OUT_DC, NVFP4, PERTURB)
-        v = tl.where(ok_w[:, None], vw, vc)  # [BLOCK_N, OUT_DC]
-        if DOT_F32:
-            acc = tl.dot(tl.trans(v.to(tl.float32)), p.to(tl.bfloat16).to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(tl.trans(v), p.to(tl.bfloat16), acc)
-        m_i = m_new
+    acc = tl.zeros([512, H], dtype=tl.float32)  # O^T
+    swa_row = SWA_IDX + t.to(tl.int64) * stride_wt
+    for p0 in range(w0, w1, BLOCK_N):
+        m_i, l_i, acc = _swapab_tile(SWA, swa_row, p0, w1, w0, stride_swa, qT, m_i, l_i, acc, sm_scale,
+                                     BLOCK_N, False, PERTURB, DOT_F32)
+    comp_row = COMP_IDX + t.to(tl.int64) * stride_kt
+    first_c = tl.where(n0 >= W, c0, -1)
+    for p0 in range(c0, c1, BLOCK_N):
+        m_i, l_i, acc = _swapab_tile(COMP, comp_row, p0, c1, first_c, stride_comp, qT, m_i, l_i, acc, sm_scale,
+                                     BLOCK_N, NVFP4, PERTURB, DOT_F32)
     r = t.to(tl.int64) * H + heads
-    if oc == 0:
-        tl.store(M_OUT + split * stride_ms + r, m_i)
-        tl.store(L_OUT + split * stride_ms + r, l_i)
-    offs_d = oc * OUT_DC + tl.arange(0, OUT_DC)
-    tl.store(ACC_OUT + split * stride_as + r[None, :] * 512 + offs_d[:, None], acc)
+    tl.store(M_OUT + split * stride_ms + r, m_i)
+    tl.store(L_OUT + split * stride_ms + r, l_i)
+    tl.store(ACC_OUT + split * stride_as + r[None, :] * 512 + tl.arange(0, 512)[:, None], acc)

@@ -90,7 +90,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         acc = torch.empty((p.num_splits, R, D), dtype=torch.float32, device=q.device)
         e = torch.empty((R,), dtype=torch.int32, device=q.device)
     from .kernel import sparse_int8_kernel
-    sparse_int8_kernel[(p.num_splits, T, Hkv)](
+    sparse_int8_kernel[(T, p.num_splits, Hkv)](
         q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse,
         mant, exp, C, N, p.cands_per_split,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), indices.stride(0),

@@ -17,6 +17,7 @@ FLOATS = {"sm_scale", "scale_mant", "softmax_scale"}
 
 def _variants():
     from ..mqa_decode.kernel_headpad import mqa_headpad_kernel
+    from ..mqa_decode.kernel_merge import mqa_merge_kernel
     from ..mqa_decode.kernel_mxfp8 import mxfp8_out_kernel
     from ..mqa_decode.kernel_swapab import mqa_swapab_kernel
     from ..mqa_decode.kernel_write import mqa_write_kernel
@@ -30,7 +31,7 @@ def _variants():
     for has_e, dt in ((False, "bf16"), (True, "bf16"), (False, "fp32")):
         out.append(("merge", merge_partials_kernel,
                     dict(M="*fp32", L="*fp32", ACC="*fp32", OUT=f"*{dt}", LSE="*fp32", ROW_E="*i32"),
-                    dict(BLOCK_D=128, HAS_E=has_e), {}))
+                    dict(BLOCK_D=256, BLOCK_S=32, HAS_E=has_e), {}))
     rb_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", OUT="*bf16", LSE="*fp32",  # noqa: E731
                              CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32",
                              V_SCALE="*fp32")
@@ -67,15 +68,19 @@ def _variants():
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
                     dict(NVFP4=nv, ROPE_OFF=False), dict(enable_fp_fusion=False)))
-    mqa_ptr = dict(QR="*bf16", SWA="*u8", COMP="*u8", SWA_IDX="*i32", COMP_IDX="*i32", M_OUT="*fp32", L_OUT="*fp32",
-                   ACC_OUT="*fp32")
+    mqa_ptr = dict(Q="*bf16", POS="*i64", COS_SIN="*fp32", SWA="*u8", COMP="*u8", SWA_IDX="*i32", COMP_IDX="*i32",
+                   M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32")
     for nv in (False, True):
-        out.append((f"mqa_headpad nvfp4{int(nv)}", mqa_headpad_kernel, mqa_ptr,
-                    dict(BLOCK_H=64, BLOCK_N=32, DC=64, OUT_DC=128, NVFP4=nv, PERTURB=0, DOT_F32=False),
-                    dict(num_warps=8)))
-        for H, odc in ((16, 128), (32, 128)):
-            out.append((f"mqa_swapab H{H} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
-                        dict(H=H, BLOCK_N=64, DC=64, OUT_DC=odc, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=8)))
+        for odc in (128, 256, 512):
+            out.append((f"mqa_headpad out_dc{odc} nvfp4{int(nv)}", mqa_headpad_kernel, mqa_ptr,
+                        dict(BLOCK_H=64, BLOCK_N=32, OUT_DC=odc, NVFP4=nv, PERTURB=0, DOT_F32=False),
+                        dict(num_warps=8)))
+        for H, bn in ((16, 64), (32, 64), (16, 32), (32, 32)):
+            out.append((f"mqa_swapab H{H} block_n{bn} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
+                        dict(H=H, BLOCK_N=bn, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=8)))
+    out.append(("mqa_merge", mqa_merge_kernel,
+                dict(M="*fp32", L="*fp32", ACC="*fp32", SINK="*fp32", POS="*i64", COS_SIN="*fp32", OUT="*bf16",
+                     LSE="*fp32", O32="*fp32"), dict(BLOCK_S=16, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False), {}))
     out.append(("mqa_mxfp8_out", mxfp8_out_kernel, dict(X="*fp32", OUT_Q="*u8", OUT_S="*u8"), {}, {}))
     return out
 

@@ -1,0 +1,70 @@
+"""mqa_decode finishing kernel: the split partials and the attention sink merged, the output's RoPE dims
+rotated back, bf16 output and LSE written (and the fp32 output, for the MXFP8 quantizer and the tests).
+
+Computes   per row r = t * H + h: M = max(max_s m[s, r], sink[h]); den = sum_s l[s, r] e^(m[s, r] - M)
+           + e^(sink[h] - M); o = sum_s acc[s, r] e^(m[s, r] - M) / den; then the pairs (2i, 2i + 1) of
+           dims 448 .. 511 rotated by minus the token's angle; lse = M + log(den).
+Contract   m, l [S, T * H], acc [S, T * H, 512] fp32 (head-major rows); sink [H] fp32; positions [T];
+           cos_sin [max_pos, 64] fp32; out [T, H, 512] bf16; lse [T * H] fp32.
+Numerics   fp32; splits read BLOCK_S at a time in a fixed order (deterministic); bf16 rounding to
+           nearest even (also in the interpreter).
+Oracle     attnkit.reference.mqa_decode.mqa_decode_ref (its LSE includes the sink).
+PERTURB    sink off (SINK_ON=False) and RoPE not undone (ROPE_UNDO=False): the gates' broken variants.
+"""
+
+import triton
+import triton.language as tl
+
+from .._triton.rounding import to_bf16
+
+
+@triton.jit
+def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_ms, stride_as,
+                     BLOCK_S: tl.constexpr, SINK_ON: tl.constexpr, ROPE_UNDO: tl.constexpr, WRITE_F32: tl.constexpr):
+    r = tl.program_id(0)
+    t = r // H
+    h = r % H
+    r64 = r.to(tl.int64)
+    offs_s = tl.arange(0, BLOCK_S)
+    p = tl.arange(0, 256)  # pair index: dims 2p, 2p + 1
+    big = tl.max(tl.full([BLOCK_S], float("-inf"), dtype=tl.float32), 0)
+    for s0 in range(0, S, BLOCK_S):
+        ss = (s0 + offs_s).to(tl.int64)
+        big = tl.maximum(big, tl.max(tl.load(M + ss * stride_ms + r64, mask=ss < S, other=float("-inf")), 0))
+    if SINK_ON:
+        sk = tl.load(SINK + h)
+        big = tl.maximum(big, sk)
+    big_safe = tl.where(big == float("-inf"), 0.0, big)
+    total = big_safe * 0.0
+    oe = tl.zeros([256], dtype=tl.float32)
+    oo = tl.zeros([256], dtype=tl.float32)
+    for s0 in range(0, S, BLOCK_S):
+        ss = (s0 + offs_s).to(tl.int64)
+        sok = ss < S
+        ms = tl.load(M + ss * stride_ms + r64, mask=sok, other=float("-inf"))
+        ls = tl.load(L + ss * stride_ms + r64, mask=sok, other=0.0)
+        w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - big_safe))
+        total += tl.sum(ls * w, 0)
+        base = ACC + ss[:, None] * stride_as + r64 * 512 + 2 * p[None, :]
+        oe += tl.sum(tl.load(base, mask=sok[:, None], other=0.0) * w[:, None], 0)
+        oo += tl.sum(tl.load(base + 1, mask=sok[:, None], other=0.0) * w[:, None], 0)
+    if SINK_ON:
+        total += tl.where(sk == float("-inf"), 0.0, tl.exp(sk - big_safe))
+    nonempty = total > 0
+    den = tl.where(nonempty, total, 1.0)
+    oe = tl.where(nonempty, oe / den, 0.0)
+    oo = tl.where(nonempty, oo / den, 0.0)
+    if ROPE_UNDO:
+        pos = tl.load(POS + t).to(tl.int64)
+        rope = p >= 224
+        i = tl.where(rope, p - 224, 0)
+        c = tl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
+        s = tl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
+        oe, oo = oe * c + oo * s, oo * c - oe * s  # rotation by minus the angle
+    dst = r64 * 512 + 2 * p
+    tl.store(OUT + dst, to_bf16(oe))
+    tl.store(OUT + dst + 1, to_bf16(oo))
+    if WRITE_F32:
+        tl.store(O32 + dst, oe)
+        tl.store(O32 + dst + 1, oo)
+    tl.store(LSE + r64, tl.where(nonempty, big_safe + tl.log(den), float("-inf")))
