@@ -111,6 +111,15 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+def cmd_profile(args) -> int:
+    device = _prepare_runtime()
+    if device != "cuda":
+        print("attnkit profile needs a CUDA GPU; none is visible here.", file=sys.stderr)
+        return 2
+    from .bench.profile import run_profile
+    return run_profile(args)
+
+
 def cmd_report(args) -> int:
     from .bench.report import run_report
     return run_report(args)
@@ -140,6 +149,13 @@ def main(argv=None) -> int:
     b.add_argument("--out", help="artifact path (default benchmarks/results/<family>-<gpu>-<date>.json)")
     b.set_defaults(fn=cmd_bench)
 
+    pr = sub.add_parser("profile", help="per-kernel GPU time of one provider call (torch profiler, GPU)")
+    pr.add_argument("--family", required=True, choices=("relbias", "sparse_int8", "mqa_decode"))
+    pr.add_argument("--case", action="append", required=True, help="case id (repeatable)")
+    pr.add_argument("--provider", action="append", default=[], help="provider name (repeatable; default: all)")
+    pr.add_argument("--iters", type=int, default=20)
+    pr.add_argument("--out", help="JSON path")
+    pr.set_defaults(fn=cmd_profile)
     r = sub.add_parser("report", help="regenerate README status tables and docs/figures from committed artifacts")
     r.add_argument("--root", default=".", help="repository root (default .)")
     r.set_defaults(fn=cmd_report)

@@ -82,7 +82,7 @@ def mqa_headpad_kernel(
                                       oc, BLOCK_N, OUT_DC, NVFP4, PERTURB, DOT_F32)
     r = t.to(tl.int64) * H + heads
     if oc == 0:
-        tl.store(M_OUT + split * stride_ms + r, m_i, mask=h_ok)
-        tl.store(L_OUT + split * stride_ms + r, l_i, mask=h_ok)
-    tl.store(ACC_OUT + split * stride_as + r[:, None] * 512 + oc * OUT_DC + tl.arange(0, OUT_DC)[None, :], acc,
+        tl.store(M_OUT + split.to(tl.int64) * stride_ms + r, m_i, mask=h_ok)
+        tl.store(L_OUT + split.to(tl.int64) * stride_ms + r, l_i, mask=h_ok)
+    tl.store(ACC_OUT + split.to(tl.int64) * stride_as + r[:, None] * 512 + oc * OUT_DC + tl.arange(0, OUT_DC)[None, :], acc,
              mask=h_ok[:, None])

@@ -72,6 +72,6 @@ def mqa_swapab_kernel(
         m_i, l_i, acc = _swapab_tile(COMP, comp_row, p0, c1, first_c, stride_comp, qT, m_i, l_i, acc, sm_scale,
                                      BLOCK_N, NVFP4, PERTURB, DOT_F32)
     r = t.to(tl.int64) * H + heads
-    tl.store(M_OUT + split * stride_ms + r, m_i)
-    tl.store(L_OUT + split * stride_ms + r, l_i)
-    tl.store(ACC_OUT + split * stride_as + r[None, :] * 512 + tl.arange(0, 512)[:, None], acc)
+    tl.store(M_OUT + split.to(tl.int64) * stride_ms + r, m_i)
+    tl.store(L_OUT + split.to(tl.int64) * stride_ms + r, l_i)
+    tl.store(ACC_OUT + split.to(tl.int64) * stride_as + r[None, :] * 512 + tl.arange(0, 512)[:, None], acc)

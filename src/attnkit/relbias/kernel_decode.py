@@ -136,6 +136,6 @@ def relbias_decode_split_kernel(
     if FP8:
         acc = acc * tl.load(V_SCALE + g_kv)
     r_idx = (q_start.to(tl.int64) + tok) * HQ + head
-    tl.store(M_OUT + split * stride_ms + r_idx, m_i * LN2, mask=row_ok)
-    tl.store(L_OUT + split * stride_ms + r_idx, l_i, mask=row_ok)
-    tl.store(ACC_OUT + split * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None])
+    tl.store(M_OUT + split.to(tl.int64) * stride_ms + r_idx, m_i * LN2, mask=row_ok)
+    tl.store(L_OUT + split.to(tl.int64) * stride_ms + r_idx, l_i, mask=row_ok)
+    tl.store(ACC_OUT + split.to(tl.int64) * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc, mask=row_ok[:, None])

@@ -77,14 +77,20 @@ def sparse_int8_kernel(
     c0 = split * cands_per_split
     c1 = tl.minimum(c0 + cands_per_split, N)
     idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
+    # latency: the next tile's indices are loaded one tile ahead, and a tile's K and V rows are gathered
+    # together before its first MMA (the gathers depend on the indices, the V gather not on the softmax)
+    offs_j = c0 + tl.arange(0, BLOCK_N)
+    idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
     for j0 in range(c0, c1, BLOCK_N):
         offs_j = j0 + tl.arange(0, BLOCK_N)
-        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
         valid = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
         if PERTURB == 1:
             valid = valid & (offs_j != c0)
         safe = tl.where(valid, idx, 0).to(tl.int64)
         k = tl.load(KC + g * stride_kh + safe[None, :] * stride_kc + offs_d[:, None], mask=valid[None, :], other=0)
+        v = tl.load(VC + g * stride_kh + safe[:, None] * stride_kc + offs_d[None, :], mask=valid[:, None], other=0)
+        offs_next = offs_j + BLOCK_N
+        idx = tl.load(idx_base + offs_next, mask=offs_next < c1, other=-1)
         if KC.dtype.element_ty == tl.int8:
             kb = int8_to_bf16(k)  # exact, by bits (also right in the interpreter, which reinterprets int8 as bf16)
         else:
@@ -99,7 +105,6 @@ def sparse_int8_kernel(
         p = tl.exp2(ldexp(s - m_safe[:, None], E[:, None]) * LOG2E)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        v = tl.load(VC + g * stride_kh + safe[:, None] * stride_kc + offs_d[None, :], mask=valid[:, None], other=0)
         if PERTURB == 3:
             vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
         else:
@@ -125,9 +130,9 @@ def sparse_int8_kernel(
         lse = tl.where(ok, ldexp(m_i, E) + tl.log(den), float("-inf"))
         tl.store(LSE + r_idx, lse, mask=row_ok)
     else:
-        tl.store(M_OUT + split * stride_ms + r_idx, m_i, mask=row_ok)
-        tl.store(L_OUT + split * stride_ms + r_idx, l_i, mask=row_ok)
-        tl.store(ACC_OUT + split * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc,
+        tl.store(M_OUT + split.to(tl.int64) * stride_ms + r_idx, m_i, mask=row_ok)
+        tl.store(L_OUT + split.to(tl.int64) * stride_ms + r_idx, l_i, mask=row_ok)
+        tl.store(ACC_OUT + split.to(tl.int64) * stride_as + r_idx[:, None] * HEAD_DIM + offs_d[None, :], acc,
                  mask=row_ok[:, None])
         if split == 0:
             tl.store(E_OUT + r_idx, E, mask=row_ok)
