@@ -10,10 +10,15 @@ from attnkit.testing.inputs import make_inputs
 from attnkit.testing.oracles import mqa_decode_oracle
 
 
-@pytest.mark.parametrize("num_splits", [1, 3])
-def test_headpad_forced_splits(num_splits, device):
+@pytest.mark.parametrize("num_splits,block_s", [(1, None), (3, None), (3, 1)])
+def test_headpad_forced_splits(num_splits, block_s, device):
+    """block_s=1: the finishing merge reads the splits one chunk at a time (online rescaling)."""
+    from attnkit.mqa_decode import mqa_decode_attention
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 3)
-    out, lse = mqa_headpad_call(inp, num_splits=num_splits)
+    out, lse = mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
+                                    inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"],
+                                    inp["softmax_scale"], inp["comp_format"], num_splits=num_splits, kernel="headpad",
+                                    _merge_block_s=block_s)
     ref, ref_lse = mqa_decode_oracle(inp)
     base, base_lse = mqa_decode_baseline(inp)
     c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)

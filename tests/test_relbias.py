@@ -110,7 +110,7 @@ def test_fp8_needs_scales(device):
 def test_relbias_custom_ops(device):
     inp = _inp("relbias-varlen-mixed3", device, seed=1)
     args = [inp["q"], inp["k"], inp["v"], inp["cu_seqlens_q"], inp["cu_seqlens_k"], inp["table"], 0, "zero",
-            inp["softmax_scale"], 37]
+            inp["softmax_scale"], 37, int((inp["cu_seqlens_k"][1:] - inp["cu_seqlens_k"][:-1]).max())]
 
     def refresh(a):
         a[0].copy_(a[0] * 0.5)
@@ -118,7 +118,7 @@ def test_relbias_custom_ops(device):
     assert check_custom_op(torch.ops.attnkit.relbias_varlen, args, refresh=refresh)["opcheck"]
     p = _inp("relbias-paged-bs16-decode", device, seed=2)
     pargs = [p["q"], p["k_cache"], p["v_cache"], p["block_table"], p["seqused_k"], p["cu_seqlens_q"], p["table"],
-             0, "zero", p["softmax_scale"], 1]
+             0, "zero", p["softmax_scale"], 1, int(p["seqused_k"].max())]
     assert check_custom_op(torch.ops.attnkit.relbias_paged, pargs)["opcheck"]
 
 

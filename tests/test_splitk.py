@@ -13,12 +13,13 @@ from attnkit.testing.opcheck import check_custom_op
 
 
 @pytest.mark.parametrize("case", shapes.cases("merge", "smoke"), ids=lambda c: c.id)
-@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16])
-def test_merge_matches_oracle(case, device, out_dtype):
+@pytest.mark.parametrize("out_dtype,block_s", [(torch.float32, None), (torch.bfloat16, None), (torch.float32, 2)])
+def test_merge_matches_oracle(case, device, out_dtype, block_s):
+    """block_s=2: the splits in several chunks, merged online (the path of long split lists)."""
     inp = make_inputs(case, device, seed=11)
     out = poison_(torch.empty(inp["acc"].shape[1:], dtype=out_dtype, device=device))
     lse = poison_(torch.empty(inp["acc"].shape[1], dtype=torch.float32, device=device))
-    merge_partials_into(inp["m"], inp["l"], inp["acc"], out, lse)
+    merge_partials_into(inp["m"], inp["l"], inp["acc"], out, lse, _block_s=block_s)
     assert unwritten(out) == 0 and unwritten(lse) == 0
     ref, ref_lse = R.merge_partials(inp["m"], inp["l"], inp["acc"])
     base, base_lse = merge_baseline(inp)

@@ -6,10 +6,11 @@ Registered ops:
 - ``attnkit::merge_partials_out(m, l, acc, out!, lse!) -> ()``: the same into caller buffers
   (nothing allocated: the form to capture in a CUDA graph).
 - ``attnkit::relbias_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, table, window, beyond, softmax_scale,
-  max_seqlen_q) -> (out, lse)`` and ``attnkit::relbias_paged(q, k_cache, v_cache, block_table, seqused_k,
-  cu_seqlens_q, table, window, beyond, softmax_scale, max_seqlen_q, k_scale?, v_scale?) -> (out, lse)``:
-  relbias attention (no host sync: ``max_seqlen_q`` is given, validation is the caller's ``attnkit``
-  call's business). ``window = 0`` means a global layer.
+  max_seqlen_q, max_seqlen_k) -> (out, lse)`` and ``attnkit::relbias_paged(q, k_cache, v_cache, block_table,
+  seqused_k, cu_seqlens_q, table, window, beyond, softmax_scale, max_seqlen_q, max_seqlen_k, k_scale?,
+  v_scale?) -> (out, lse)``: relbias attention (no host sync: ``max_seqlen_q`` and ``max_seqlen_k`` are
+  given, so the split plan is computed outside a CUDA graph; validation is the caller's ``attnkit`` call's
+  business). ``window = 0`` means a global layer.
 - ``attnkit::sparse_int8(q, k_cache, v_cache, key_scale, value_scale, indices, scale, tiles_per_split)
   -> (out, lse)``: sparse INT8 attention without host checks (``tiles_per_split = 0``: the split rule).
 - ``attnkit::mqa_decode(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
@@ -50,35 +51,36 @@ def _merge_partials_out_fake(m, l, acc, out, lse):
 
 @torch.library.custom_op("attnkit::relbias_varlen", mutates_args=())
 def relbias_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, table: Tensor,
-                   window: int, beyond: str, softmax_scale: float, max_seqlen_q: int,
+                   window: int, beyond: str, softmax_scale: float, max_seqlen_q: int, max_seqlen_k: int,
                    k_scale: Tensor | None = None, v_scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
     from .relbias import relbias_attention
     return relbias_attention(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, table=table,
                              window=window or None, beyond=beyond, softmax_scale=softmax_scale,
-                             k_scale=k_scale, v_scale=v_scale, max_seqlen_q=max_seqlen_q, validate=False)
+                             k_scale=k_scale, v_scale=v_scale, max_seqlen_q=max_seqlen_q,
+                             max_seqlen_k=max_seqlen_k, validate=False)
 
 
 @relbias_varlen.register_fake
 def _relbias_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, table, window, beyond, softmax_scale, max_seqlen_q,
-                         k_scale=None, v_scale=None):
+                         max_seqlen_k, k_scale=None, v_scale=None):
     return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)
 
 
 @torch.library.custom_op("attnkit::relbias_paged", mutates_args=())
 def relbias_paged(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_table: Tensor, seqused_k: Tensor,
                   cu_seqlens_q: Tensor, table: Tensor, window: int, beyond: str, softmax_scale: float,
-                  max_seqlen_q: int, k_scale: Tensor | None = None,
+                  max_seqlen_q: int, max_seqlen_k: int, k_scale: Tensor | None = None,
                   v_scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
     from .relbias import relbias_attention
     return relbias_attention(q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, seqused_k=seqused_k,
                              cu_seqlens_q=cu_seqlens_q, table=table, window=window or None, beyond=beyond,
                              softmax_scale=softmax_scale, k_scale=k_scale, v_scale=v_scale,
-                             max_seqlen_q=max_seqlen_q, validate=False)
+                             max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, validate=False)
 
 
 @relbias_paged.register_fake
 def _relbias_paged_fake(q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q, table, window, beyond,
-                        softmax_scale, max_seqlen_q, k_scale=None, v_scale=None):
+                        softmax_scale, max_seqlen_q, max_seqlen_k, k_scale=None, v_scale=None):
     return torch.empty_like(q), q.new_empty(q.shape[:2], dtype=torch.float32)
 
 

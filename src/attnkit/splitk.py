@@ -25,7 +25,8 @@ def _validate(m, l, acc, out_dtype):
             f"must be float32, bfloat16 or float16, got {out_dtype}")
 
 
-def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool = False) -> None:
+def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool = False,
+                        _block_s: int | None = None) -> None:
     """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation).
 
     row_exp: optional int32 [R]; the partials' m are then in a scaled domain, true max = m * 2^row_exp.
@@ -42,7 +43,7 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool 
         lse.fill_(float("-inf")) if D == 0 and R else None
         return
     block_d = min(triton.next_power_of_2(D), 256)
-    block_s = min(triton.next_power_of_2(S), max(1, 8192 // block_d))  # a [BLOCK_S, BLOCK_D] tile: <= 32 KB
+    block_s = _block_s or min(triton.next_power_of_2(S), max(1, 8192 // block_d))  # a [BLOCK_S, BLOCK_D] tile: <= 32 KB
     grid = (R, triton.cdiv(D, block_d))
     from ._triton.merge_kernel import merge_partials_kernel
     # _lose_split merges one split fewer: the deliberately broken variant the power check must catch

@@ -3,7 +3,8 @@
 Computes   out[r] = sum_s acc[s,r] * exp(m[s,r] - M) / sum_s l[s,r] * exp(m[s,r] - M),
            lse[r] = M + log(sum_s l[s,r] exp(m[s,r] - M)),  M = max_s m[s,r]
 Contract   m, l: [S, R] fp32; acc: [S, R, D] fp32 (last dim contiguous); out: [R, D]; lse: [R] fp32.
-Numerics   fp32 throughout, splits merged BLOCK_S at a time in a fixed order (deterministic); an empty
+Numerics   fp32 throughout, one pass over the splits, BLOCK_S at a time in a fixed order (deterministic;
+           rescaled online when S > BLOCK_S); an empty
            split (m = -inf, l = 0) contributes nothing; a row whose splits are all empty gives 0 / -inf.
            With HAS_E, m is in a scaled domain with a per-row power-of-two exponent (true max =
            m * 2^E[r], see the sparse_int8 kernel): differences are scaled by 2^E[r] after the maximum is
@@ -30,29 +31,32 @@ def merge_partials_kernel(M, L, ACC, OUT, LSE, ROW_E, S, D,
     dmask = offs < D
     r64 = r.to(tl.int64)
     offs_s = tl.arange(0, BLOCK_S)
-    big = tl.max(tl.full([BLOCK_S], float("-inf"), dtype=tl.float32), 0)
-    for s0 in range(0, S, BLOCK_S):
-        ss = (s0 + offs_s).to(tl.int64)
-        ms = tl.load(M + ss * stride_ms + r64 * stride_mr, mask=ss < S, other=float("-inf"))
-        big = tl.maximum(big, tl.max(ms, 0))
-    big_safe = tl.where(big == float("-inf"), 0.0, big)
     if HAS_E:
         e = tl.load(ROW_E + r64)
-    total = big_safe * 0.0
+    # one pass, online over chunks of BLOCK_S splits (one chunk when S <= BLOCK_S: every load issued at once)
+    big = tl.max(tl.full([BLOCK_S], float("-inf"), dtype=tl.float32), 0)
+    total = tl.sum(tl.zeros([BLOCK_S], dtype=tl.float32), 0)
     o = tl.zeros([BLOCK_D], dtype=tl.float32)
     for s0 in range(0, S, BLOCK_S):
         ss = (s0 + offs_s).to(tl.int64)
         sok = ss < S
         ms = tl.load(M + ss * stride_ms + r64 * stride_mr, mask=sok, other=float("-inf"))
         ls = tl.load(L + ss * stride_ms + r64 * stride_mr, mask=sok, other=0.0)
-        if HAS_E:
-            w = tl.where(ms == float("-inf"), 0.0, tl.exp(ldexp(ms - big_safe, e)))
-        else:
-            w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - big_safe))
-        total += tl.sum(ls * w, 0)
         a = tl.load(ACC + ss[:, None] * stride_as + r64 * stride_ar + offs[None, :],
                     mask=sok[:, None] & dmask[None, :], other=0.0)
-        o += tl.sum(a * w[:, None], 0)
+        new_big = tl.maximum(big, tl.max(ms, 0))
+        nb_safe = tl.where(new_big == float("-inf"), 0.0, new_big)
+        ob_safe = tl.where(big == float("-inf"), 0.0, big)
+        if HAS_E:
+            scale_old = tl.where(big == float("-inf"), 0.0, tl.exp(ldexp(ob_safe - nb_safe, e)))
+            w = tl.where(ms == float("-inf"), 0.0, tl.exp(ldexp(ms - nb_safe, e)))
+        else:
+            scale_old = tl.where(big == float("-inf"), 0.0, tl.exp(ob_safe - nb_safe))
+            w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - nb_safe))
+        total = total * scale_old + tl.sum(ls * w, 0)
+        o = o * scale_old + tl.sum(a * w[:, None], 0)
+        big = new_big
+    big_safe = tl.where(big == float("-inf"), 0.0, big)
     nonempty = total > 0
     denom = tl.where(nonempty, total, 1.0)
     res = tl.where(nonempty, o / denom, 0.0)

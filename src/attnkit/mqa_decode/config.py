@@ -10,6 +10,7 @@ from ..options import IntOption
 SPLIT_TARGET_CTAS_PER_SM = 2
 HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 256, 128, 512,
                            "output dims per head-padded program (128, 256 or 512)")
+SWAPAB_WARPS = IntOption("num_warps", "ATTNKIT_MQA_SWAPAB_WARPS", 8, 4, 8, "warps per swap-AB program (4 or 8)")
 SWAPAB_BLOCK_N = IntOption("block_n", "ATTNKIT_MQA_SWAPAB_BLOCK_N", 32, 32, 64,
                            "slots per swap-AB tile (32 or 64)")
 
@@ -74,5 +75,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")
     tiles = max(1, -(-n_slots // block_n))
     splits, per = _splits(T, 1, tiles, sm_count, num_splits)
+    warps = SWAPAB_WARPS.resolve()
+    if warps not in (4, 8):
+        raise ValueError(f"num_warps: must be 4 or 8, got {warps}")
     return SwapabPlan(block_n=block_n, num_splits=splits, slots_per_split=per * block_n,
-                      num_warps=8 if device_type == "cuda" else 4)
+                      num_warps=warps if device_type == "cuda" else 4)

@@ -67,7 +67,8 @@ PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sin
 
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
-                         validate=True, out_fp8=None, out_scale=None, _perturb=None, _return_fp32=False):
+                         validate=True, out_fp8=None, out_scale=None, _perturb=None, _return_fp32=False,
+                         _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -152,8 +153,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             num_warps=plan.num_warps, **common)
     from .kernel_merge import mqa_merge_kernel
     mqa_merge_kernel[(R,)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
-                           BLOCK_S=min(16, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
-                           ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32)
+                           BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
+                           ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, num_warps=8)
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
                 and out_fp8.dtype == torch.float8_e4m3fn and out_fp8.is_contiguous() and out_fp8.device == dev,

@@ -6,7 +6,8 @@ Computes   per row r = t * H + h: M = max(max_s m[s, r], sink[h]); den = sum_s l
            dims 448 .. 511 rotated by minus the token's angle; lse = M + log(den).
 Contract   m, l [S, T * H], acc [S, T * H, 512] fp32 (head-major rows); sink [H] fp32; positions [T];
            cos_sin [max_pos, 64] fp32; out [T, H, 512] bf16; lse [T * H] fp32.
-Numerics   fp32; splits read BLOCK_S at a time in a fixed order (deterministic); bf16 rounding to
+Numerics   fp32; one pass over the splits, BLOCK_S at a time in a fixed order (deterministic), rescaled
+           online when S > BLOCK_S; bf16 rounding to
            nearest even (also in the interpreter).
 Oracle     attnkit.reference.mqa_decode.mqa_decode_ref (its LSE includes the sink).
 PERTURB    sink off (SINK_ON=False) and RoPE not undone (ROPE_UNDO=False): the gates' broken variants.
@@ -26,45 +27,56 @@ def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_
     h = r % H
     r64 = r.to(tl.int64)
     offs_s = tl.arange(0, BLOCK_S)
-    p = tl.arange(0, 256)  # pair index: dims 2p, 2p + 1
+    d = tl.arange(0, 512)
+    p = tl.arange(0, 32)  # RoPE pair index: dims 448 + 2p, 449 + 2p
+    # one pass, online over chunks of BLOCK_S splits (one chunk when S <= BLOCK_S: every load issued at once)
     big = tl.max(tl.full([BLOCK_S], float("-inf"), dtype=tl.float32), 0)
-    for s0 in range(0, S, BLOCK_S):
-        ss = (s0 + offs_s).to(tl.int64)
-        big = tl.maximum(big, tl.max(tl.load(M + ss * stride_ms + r64, mask=ss < S, other=float("-inf")), 0))
     if SINK_ON:
         sk = tl.load(SINK + h)
         big = tl.maximum(big, sk)
-    big_safe = tl.where(big == float("-inf"), 0.0, big)
-    total = big_safe * 0.0
-    oe = tl.zeros([256], dtype=tl.float32)
-    oo = tl.zeros([256], dtype=tl.float32)
+    total = tl.sum(tl.zeros([BLOCK_S], dtype=tl.float32), 0)
+    o = tl.zeros([512], dtype=tl.float32)
+    oe = tl.zeros([32], dtype=tl.float32)
+    oo = tl.zeros([32], dtype=tl.float32)
     for s0 in range(0, S, BLOCK_S):
         ss = (s0 + offs_s).to(tl.int64)
         sok = ss < S
         ms = tl.load(M + ss * stride_ms + r64, mask=sok, other=float("-inf"))
         ls = tl.load(L + ss * stride_ms + r64, mask=sok, other=0.0)
-        w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - big_safe))
-        total += tl.sum(ls * w, 0)
-        base = ACC + ss[:, None] * stride_as + r64 * 512 + 2 * p[None, :]
-        oe += tl.sum(tl.load(base, mask=sok[:, None], other=0.0) * w[:, None], 0)
-        oo += tl.sum(tl.load(base + 1, mask=sok[:, None], other=0.0) * w[:, None], 0)
+        base = ACC + ss[:, None] * stride_as + r64 * 512
+        a = tl.load(base + d[None, :], mask=sok[:, None], other=0.0)
+        ae = tl.load(base + 448 + 2 * p[None, :], mask=sok[:, None], other=0.0)
+        ao = tl.load(base + 449 + 2 * p[None, :], mask=sok[:, None], other=0.0)
+        new_big = tl.maximum(big, tl.max(ms, 0))
+        nb_safe = tl.where(new_big == float("-inf"), 0.0, new_big)
+        ob_safe = tl.where(big == float("-inf"), 0.0, big)
+        scale_old = tl.where(big == float("-inf"), 0.0, tl.exp(ob_safe - nb_safe))
+        w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - nb_safe))
+        total = total * scale_old + tl.sum(ls * w, 0)
+        o = o * scale_old + tl.sum(a * w[:, None], 0)
+        oe = oe * scale_old + tl.sum(ae * w[:, None], 0)
+        oo = oo * scale_old + tl.sum(ao * w[:, None], 0)
+        big = new_big
+    big_safe = tl.where(big == float("-inf"), 0.0, big)
     if SINK_ON:
         total += tl.where(sk == float("-inf"), 0.0, tl.exp(sk - big_safe))
     nonempty = total > 0
     den = tl.where(nonempty, total, 1.0)
+    o = tl.where(nonempty, o / den, 0.0)
     oe = tl.where(nonempty, oe / den, 0.0)
     oo = tl.where(nonempty, oo / den, 0.0)
     if ROPE_UNDO:
         pos = tl.load(POS + t).to(tl.int64)
-        rope = p >= 224
-        i = tl.where(rope, p - 224, 0)
-        c = tl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
-        s = tl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
-        oe, oo = oe * c + oo * s, oo * c - oe * s  # rotation by minus the angle
-    dst = r64 * 512 + 2 * p
-    tl.store(OUT + dst, to_bf16(oe))
-    tl.store(OUT + dst + 1, to_bf16(oo))
+        c = tl.load(COS_SIN + pos * 64 + p)
+        sn = tl.load(COS_SIN + pos * 64 + 32 + p)
+        oe, oo = oe * c + oo * sn, oo * c - oe * sn  # rotation by minus the angle
+    dst = r64 * 512
+    plain = d < 448
+    tl.store(OUT + dst + d, to_bf16(o), mask=plain)
+    tl.store(OUT + dst + 448 + 2 * p, to_bf16(oe))
+    tl.store(OUT + dst + 449 + 2 * p, to_bf16(oo))
     if WRITE_F32:
-        tl.store(O32 + dst, oe)
-        tl.store(O32 + dst + 1, oo)
+        tl.store(O32 + dst + d, o, mask=plain)
+        tl.store(O32 + dst + 448 + 2 * p, oe)
+        tl.store(O32 + dst + 449 + 2 * p, oo)
     tl.store(LSE + r64, tl.where(nonempty, big_safe + tl.log(den), float("-inf")))

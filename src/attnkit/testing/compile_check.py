@@ -75,12 +75,13 @@ def _variants():
             out.append((f"mqa_headpad out_dc{odc} nvfp4{int(nv)}", mqa_headpad_kernel, mqa_ptr,
                         dict(BLOCK_H=64, BLOCK_N=32, OUT_DC=odc, NVFP4=nv, PERTURB=0, DOT_F32=False),
                         dict(num_warps=8)))
-        for H, bn in ((16, 64), (32, 64), (16, 32), (32, 32)):
-            out.append((f"mqa_swapab H{H} block_n{bn} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
-                        dict(H=H, BLOCK_N=bn, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=8)))
+        for H, bn, w in ((16, 64, 8), (32, 64, 8), (16, 32, 8), (32, 32, 8), (16, 32, 4), (32, 32, 4)):
+            out.append((f"mqa_swapab H{H} block_n{bn} warps{w} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
+                        dict(H=H, BLOCK_N=bn, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=w)))
     out.append(("mqa_merge", mqa_merge_kernel,
                 dict(M="*fp32", L="*fp32", ACC="*fp32", SINK="*fp32", POS="*i64", COS_SIN="*fp32", OUT="*bf16",
-                     LSE="*fp32", O32="*fp32"), dict(BLOCK_S=16, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False), {}))
+                     LSE="*fp32", O32="*fp32"), dict(BLOCK_S=32, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False),
+                dict(num_warps=8)))
     out.append(("mqa_mxfp8_out", mxfp8_out_kernel, dict(X="*fp32", OUT_Q="*u8", OUT_S="*u8"), {}, {}))
     return out
 
