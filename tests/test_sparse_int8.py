@@ -31,10 +31,10 @@ def test_split_plan_is_a_pure_function():
     assert plan(1, 1, 1, 0, 132, None, 64).num_splits == 1
 
 
-@pytest.mark.parametrize("tps", [1, 2, 3, 64])
-def test_forced_tiles_per_split_with_empty_splits(tps, device):
+@pytest.mark.parametrize("tps,prefetch", [(1, True), (2, True), (3, True), (64, True), (3, False), (64, False)])
+def test_forced_tiles_per_split_with_empty_splits(tps, prefetch, device):
     i = _inp(device)
-    out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps)
+    out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, prefetch=prefetch)
     ref, ref_lse = sparse_int8_ref(*_args(i), scale=i["scale"])
     base, base_lse = sparse_int8_baseline(i)
     assert unwritten(out) == 0

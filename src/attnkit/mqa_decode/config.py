@@ -10,6 +10,10 @@ from ..options import IntOption
 SPLIT_TARGET_CTAS_PER_SM = 2
 HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 256, 128, 512,
                            "output dims per head-padded program (128, 256 or 512)")
+DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
+                        "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
+                        "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
+                        "4: no score product)")
 SWAPAB_WARPS = IntOption("num_warps", "ATTNKIT_MQA_SWAPAB_WARPS", 8, 4, 8, "warps per swap-AB program (4 or 8)")
 SWAPAB_BLOCK_N = IntOption("block_n", "ATTNKIT_MQA_SWAPAB_BLOCK_N", 32, 32, 64,
                            "slots per swap-AB tile (32 or 64)")

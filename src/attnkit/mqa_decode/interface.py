@@ -115,7 +115,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import interpreting
-    from .config import SWAPAB_HEADS, headpad_plan, swapab_plan, use_swapab
+    from .config import DIAG_ABLATE, SWAPAB_HEADS, headpad_plan, swapab_plan, use_swapab
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     if kernel is None:
         kernel = "swapab" if use_swapab(T, H) else "headpad"
@@ -144,7 +144,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
     if kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
-        mqa_swapab_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps, **common)
+        mqa_swapab_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
+                                  ABLATE=DIAG_ABLATE.resolve(), **common)
     else:
         from .kernel_headpad import mqa_headpad_kernel
         n_hb = -(-H // plan.block_h)

@@ -23,10 +23,19 @@ from .kernel_common import LOG2E, dequant_rows, list_range, rope_q, tile_slots
 
 @triton.jit
 def _swapab_tile(CACHE, IDX_ROW, p0, p1, first, stride_rec, qT, m_i, l_i, acc, sm_scale,
-                 BLOCK_N: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr):
+                 BLOCK_N: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+                 ABLATE: tl.constexpr):
     slot, ok = tile_slots(IDX_ROW, p0, p1, first, BLOCK_N, PERTURB)
-    kv = dequant_rows(CACHE, slot, ok, stride_rec, 0, 512, BLOCK_N, NVFP4, PERTURB)  # [BLOCK_N, 512]
-    if DOT_F32:  # the interpreter multiplies bf16 bit patterns: widen the exact bf16 values
+    if ABLATE == 1:  # diagnostics: no record loads
+        kv = (slot[:, None] + tl.arange(0, 512)[None, :]).to(tl.bfloat16)
+    elif ABLATE == 2:  # diagnostics: bytes loaded, not decoded
+        kv = tl.load(CACHE + tl.where(ok, slot, 0).to(tl.int64)[:, None] * stride_rec + tl.arange(0, 512)[None, :],
+                     mask=ok[:, None], other=0).to(tl.bfloat16)
+    else:
+        kv = dequant_rows(CACHE, slot, ok, stride_rec, 0, 512, BLOCK_N, NVFP4, PERTURB)  # [BLOCK_N, 512]
+    if ABLATE == 4:  # diagnostics: no score product
+        s = kv.to(tl.float32).reshape(BLOCK_N, 512 // qT.shape[1], qT.shape[1]).sum(1)
+    elif DOT_F32:  # the interpreter multiplies bf16 bit patterns: widen the exact bf16 values
         s = tl.dot(kv.to(tl.float32), qT.to(tl.float32), input_precision="ieee")
     else:
         s = tl.dot(kv, qT)  # S^T [BLOCK_N, H]
@@ -37,7 +46,9 @@ def _swapab_tile(CACHE, IDX_ROW, p0, p1, first, stride_rec, qT, m_i, l_i, acc, s
     alpha = tl.exp2((m_i - m_safe) * LOG2E)
     l_i = l_i * alpha + tl.sum(p, 0)
     acc = acc * alpha[None, :]
-    if DOT_F32:
+    if ABLATE == 3:  # diagnostics: no value product
+        acc = acc + tl.sum(p, 0)[None, :]
+    elif DOT_F32:
         acc = tl.dot(tl.trans(kv.to(tl.float32)), p.to(tl.bfloat16).to(tl.float32), acc, input_precision="ieee")
     else:
         acc = tl.dot(tl.trans(kv), p.to(tl.bfloat16), acc)
@@ -50,6 +61,7 @@ def mqa_swapab_kernel(
     sm_scale, W, K, slots_per_split,
     stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
     H: tl.constexpr, BLOCK_N: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+    ABLATE: tl.constexpr = 0,
 ):
     t = tl.program_id(0)
     split = tl.program_id(1)
@@ -65,12 +77,12 @@ def mqa_swapab_kernel(
     swa_row = SWA_IDX + t.to(tl.int64) * stride_wt
     for p0 in range(w0, w1, BLOCK_N):
         m_i, l_i, acc = _swapab_tile(SWA, swa_row, p0, w1, w0, stride_swa, qT, m_i, l_i, acc, sm_scale,
-                                     BLOCK_N, False, PERTURB, DOT_F32)
+                                     BLOCK_N, False, PERTURB, DOT_F32, ABLATE)
     comp_row = COMP_IDX + t.to(tl.int64) * stride_kt
     first_c = tl.where(n0 >= W, c0, -1)
     for p0 in range(c0, c1, BLOCK_N):
         m_i, l_i, acc = _swapab_tile(COMP, comp_row, p0, c1, first_c, stride_comp, qT, m_i, l_i, acc, sm_scale,
-                                     BLOCK_N, NVFP4, PERTURB, DOT_F32)
+                                     BLOCK_N, NVFP4, PERTURB, DOT_F32, ABLATE)
     r = t.to(tl.int64) * H + heads
     tl.store(M_OUT + split.to(tl.int64) * stride_ms + r, m_i)
     tl.store(L_OUT + split.to(tl.int64) * stride_ms + r, l_i)

@@ -22,6 +22,8 @@ TILES_PER_SPLIT = IntOption("tiles_per_split", "ATTNKIT_SPARSE_INT8_TILES_PER_SP
                             "candidate tiles (64 candidates, 32 at D = 256) per split in decode; default: the split rule")
 PV_SPLIT = Switch("pv_split", "ATTNKIT_SPARSE_INT8_PV_SPLIT", True,
                   "probability tile as a bf16 high part plus a residual (needed for exact cancellation)")
+PREFETCH = Switch("prefetch", "ATTNKIT_SPARSE_INT8_PREFETCH", True,
+                  "gather the next candidate tile's K and V rows while the current one is computed")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

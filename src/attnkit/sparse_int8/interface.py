@@ -8,7 +8,7 @@ import math
 import torch
 
 from .._runtime import check_device, interpreting, require
-from .config import MAX_GROUP, PV_SPLIT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT, VALIDATE, plan
+from .config import MAX_GROUP, PREFETCH, PV_SPLIT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT, VALIDATE, plan
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
 
@@ -46,15 +46,17 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
-                          pv_split=None, validate=None, out=None, lse=None, _perturb=None):
+                          pv_split=None, prefetch=None, validate=None, out=None, lse=None, _perturb=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
     Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
+    ``prefetch`` (gather the next tile's rows during the current one, default on),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
     pv = PV_SPLIT.resolve(pv_split)
+    pf = PREFETCH.resolve(prefetch)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     T, Hq, D = q.shape
@@ -97,7 +99,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps, num_stages=2,
+        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps, num_stages=2,
     )
     if not p.direct:
         from .. import splitk

@@ -46,7 +46,8 @@ def sparse_int8_kernel(
     scale_mant, scale_exp, C, N, cands_per_split,
     stride_qt, stride_qh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
-    DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+    DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
+    DOT_F32: tl.constexpr,
 ):
     t = tl.program_id(0)
     split = tl.program_id(1)
@@ -77,20 +78,36 @@ def sparse_int8_kernel(
     c0 = split * cands_per_split
     c1 = tl.minimum(c0 + cands_per_split, N)
     idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
-    # latency: the next tile's indices are loaded one tile ahead, and a tile's K and V rows are gathered
-    # together before its first MMA (the gathers depend on the indices, the V gather not on the softmax)
+    # latency (one CTA per SM at these register counts, so nothing else hides it): indices are loaded two
+    # tiles ahead; with PREFETCH a tile's K and V rows are gathered one tile ahead too, so the gathers of
+    # tile j + 1 are in flight while tile j is computed (more registers)
+    kv_base = g * stride_kh
     offs_j = c0 + tl.arange(0, BLOCK_N)
     idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+    ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
+    safe = tl.where(ok, idx, 0).to(tl.int64)
+    k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
+    v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+    offs_1 = offs_j + BLOCK_N
+    idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
     for j0 in range(c0, c1, BLOCK_N):
         offs_j = j0 + tl.arange(0, BLOCK_N)
-        valid = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
+        valid = ok
         if PERTURB == 1:
             valid = valid & (offs_j != c0)
-        safe = tl.where(valid, idx, 0).to(tl.int64)
-        k = tl.load(KC + g * stride_kh + safe[None, :] * stride_kc + offs_d[:, None], mask=valid[None, :], other=0)
-        v = tl.load(VC + g * stride_kh + safe[:, None] * stride_kc + offs_d[None, :], mask=valid[:, None], other=0)
-        offs_next = offs_j + BLOCK_N
-        idx = tl.load(idx_base + offs_next, mask=offs_next < c1, other=-1)
+        if not PREFETCH:
+            k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
+            v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+        ok_n = (idx_1 >= 0) & (idx_1 < C)
+        safe_n = tl.where(ok_n, idx_1, 0).to(tl.int64)
+        if PREFETCH:
+            k_n = tl.load(KC + kv_base + safe_n[None, :] * stride_kc + offs_d[:, None], mask=ok_n[None, :], other=0)
+            v_n = tl.load(VC + kv_base + safe_n[:, None] * stride_kc + offs_d[None, :], mask=ok_n[:, None], other=0)
+        else:
+            k_n = k
+            v_n = v
+        offs_2 = offs_j + 2 * BLOCK_N
+        idx_1 = tl.load(idx_base + offs_2, mask=offs_2 < c1, other=-1)
         if KC.dtype.element_ty == tl.int8:
             kb = int8_to_bf16(k)  # exact, by bits (also right in the interpreter, which reinterprets int8 as bf16)
         else:
@@ -117,17 +134,21 @@ def sparse_int8_kernel(
         if PV_SPLIT:
             acc = _mma((p - p_hi.to(tl.float32)).to(tl.bfloat16), vb, acc, DOT_F32)
         m_i = m_new
+        ok = ok_n
+        safe = safe_n
+        k = k_n
+        v = v_n
 
     if PERTURB != 3:
         acc = acc * tl.load(VS + g * HEAD_DIM + offs_d)[None, :]
     r_idx = t.to(tl.int64) * HQ + head
     if DIRECT:
-        ok = l_i > 0
-        den = tl.where(ok, l_i, 1.0)
-        o = tl.where(ok[:, None], acc / den[:, None], 0.0)
+        nonempty = l_i > 0
+        den = tl.where(nonempty, l_i, 1.0)
+        o = tl.where(nonempty[:, None], acc / den[:, None], 0.0)
         tl.store(OUT + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
                  to_bf16(o), mask=row_ok[:, None])
-        lse = tl.where(ok, ldexp(m_i, E) + tl.log(den), float("-inf"))
+        lse = tl.where(nonempty, ldexp(m_i, E) + tl.log(den), float("-inf"))
         tl.store(LSE + r_idx, lse, mask=row_ok)
     else:
         tl.store(M_OUT + split.to(tl.int64) * stride_ms + r_idx, m_i, mask=row_ok)

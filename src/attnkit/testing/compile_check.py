@@ -62,7 +62,7 @@ def _variants():
                     dict(Q="*bf16", KC=f"*{cdt}", VC=f"*{cdt}", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
                          L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
                     dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=32 if D >= 256 else 64, DIRECT=direct,
-                         PV_SPLIT=pv, PERTURB=0,
+                         PV_SPLIT=pv, PREFETCH=True, PERTURB=0,
                          DOT_F32=False), dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
