@@ -10,15 +10,16 @@ from attnkit.testing.inputs import make_inputs
 from attnkit.testing.oracles import mqa_decode_oracle
 
 
-@pytest.mark.parametrize("num_splits,block_s", [(1, None), (3, None), (3, 1)])
-def test_headpad_forced_splits(num_splits, block_s, device):
-    """block_s=1: the finishing merge reads the splits one chunk at a time (online rescaling)."""
+@pytest.mark.parametrize("num_splits,block_s,out_dc", [(1, None, None), (3, None, None), (3, 1, None), (2, None, 128)])
+def test_headpad_forced_splits(num_splits, block_s, out_dc, device):
+    """block_s=1: the finishing merge reads the splits one chunk at a time (online rescaling); out_dc=128:
+    four programs per head block, each decoding its own output chunk."""
     from attnkit.mqa_decode import mqa_decode_attention
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 3)
     out, lse = mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
                                     inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"],
                                     inp["softmax_scale"], inp["comp_format"], num_splits=num_splits, kernel="headpad",
-                                    _merge_block_s=block_s)
+                                    out_dc=out_dc, _merge_block_s=block_s)
     ref, ref_lse = mqa_decode_oracle(inp)
     base, base_lse = mqa_decode_baseline(inp)
     c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
@@ -101,3 +102,48 @@ def test_mxfp8_output_matches_the_rounding_rule_and_leaves_padding_untouched(dev
     # and the MXFP8 values decode to the bf16 output within the e4m3 rounding
     deq = q8[:, :H].view(torch.float8_e4m3fn).float() * torch.exp2(sc[:, :H].float() - 127).repeat_interleave(32, -1)
     assert (deq.cpu() - out.float().cpu()).abs().max() <= out.float().abs().max().cpu() * 2 ** -3
+
+
+@pytest.mark.parametrize("kernel", ["headpad", "swapab"])
+@pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
+def test_one_visible_slot_returns_its_record_exactly(kernel, fmt, device):
+    """Every byte code, subnormals and extreme block scales included: with one visible slot, no sink and the
+    identity rotation, the output is that record decoded (exact in bf16 where the value lies in its range)."""
+    from attnkit.mqa_decode import mqa_decode_attention
+    from attnkit.reference.mqa_decode import decode_fp8_record, decode_nvfp4_record
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8" if fmt == "fp8" else "mqa_decode-small-t2-h32-nvfp4"),
+                      device, 5)
+    T, H = inp["q"].shape[0], inp["num_heads"]
+    cache = inp["comp_cache"].clone()
+    flat = cache.view(-1, cache.shape[2])
+    g = torch.Generator().manual_seed(0)
+    for slot in range(T):
+        if fmt == "fp8":
+            codes = torch.tensor([c for c in range(256) if c & 0x7F != 0x7F])  # every code but the two NaNs
+            rec = torch.cat([codes, codes[torch.randint(0, codes.numel(), (512 - codes.numel(),), generator=g)]])
+            rec = rec[torch.randperm(512, generator=g)].to(torch.uint8)
+            scales = torch.tensor([0, 1, 100, 120, 127, 127, 130, 134, 135, 140, 127, 126, 90, 127, 150, 127],
+                                  dtype=torch.uint8)
+            rec = torch.cat([rec, scales])
+        else:
+            rec = torch.randint(0, 256, (256,), generator=g).to(torch.uint8)
+            sc = torch.randint(0, 0x7F, (32,), generator=g).to(torch.uint8)  # finite positive and negative e4m3
+            sc[:4] = torch.tensor([0x01, 0x07, 0x08, 0x7E], dtype=torch.uint8)  # subnormal and extreme scales
+            rec = torch.cat([rec, sc | (torch.arange(32) % 2 == 0).to(torch.uint8) * 0x80])
+        flat[slot, :rec.numel()] = rec.to(device)
+    swa = torch.full_like(inp["swa_idx"], -1)
+    comp = torch.full_like(inp["comp_idx"], -1)
+    comp[:, 0] = torch.arange(T, dtype=torch.int32, device=device)
+    cos_sin = torch.zeros(1, 64, device=device)
+    cos_sin[:, :32] = 1.0
+    out, lse = mqa_decode_attention(inp["q"], inp["swa_cache"], cache, swa, comp, torch.zeros(T, dtype=torch.long,
+                                    device=device), cos_sin, torch.full((H,), float("-inf"), device=device), H,
+                                    inp["softmax_scale"], fmt, kernel=kernel)
+    dec = decode_fp8_record if fmt == "fp8" else decode_nvfp4_record
+    want = dec(flat[:T].cpu()).to(torch.bfloat16)[:, None, :].expand(T, H, 512)  # fp64 decode, rounded once
+    got = out.cpu()
+    from attnkit._runtime import interpreting
+    if interpreting():  # Triton's interpreter mangles fp32 -> bf16 below bf16's normal range (docs/testing.md)
+        normal = (want.float().abs() >= 2.0 ** -126) | (want == 0)
+        got, want = got[normal], want[normal]
+    assert torch.equal(got, want), (got.float() - want.float()).abs().max()

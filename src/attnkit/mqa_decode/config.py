@@ -1,5 +1,5 @@
-"""Launch rules of mqa_decode, as data. Evidence: none measured on a GPU yet (the head-padded kernel has
-only run in Triton's interpreter); the tiles are starting points for the sweep."""
+"""Launch rules of mqa_decode, as data, with the measurements that chose them (sweeps under
+benchmarks/sweeps/)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from ..options import IntOption
 
 SPLIT_TARGET_CTAS_PER_SM = 2
-HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 256, 128, 512,
+# 512: on the H200 (benchmarks/sweeps/mqa-headpad-dc{128,512}-h200-421a469.json against the 256 of the same
+# commit's bench) 16 heads x 1 / 16 tokens fp8, 32 x 16 nvfp4, 64 x 64 fp8: 20.7 / 81.4 / 84.6 / 248.7 us at
+# 128, 24.0 / 53.0 / 56.3 / 163.8 at 512; 256 lay between (23 / 58 / 60 / 168)
+HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 512, 128, 512,
                            "output dims per head-padded program (128, 256 or 512)")
 DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "

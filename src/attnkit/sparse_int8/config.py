@@ -1,9 +1,14 @@
 """Launch rules and options of sparse_int8, as data.
 
-Split rule (decode, 1 to 16 rows): about two resident CTAs per SM, never more splits than candidate
-tiles; an explicit tiles-per-split overrides it. Evidence: none measured yet on a GPU: the sweep that
-will justify it is `attnkit bench --family sparse_int8` over forced tiles-per-split values, to be
-written here with its artifact.
+Split rule (decode, 1 to 16 rows): one CTA per SM (the kernel's register count allows one resident
+CTA per SM), never more splits than candidate tiles; an explicit tiles-per-split overrides it.
+Evidence (H200, model shapes: 24 heads, 2 KV heads, D = 256, 2048 candidates; median us over forced
+tiles-per-split 1 / 2 / 4 / 8, benchmarks/sweeps/h200-58d0089.json, prefetch off):
+1 row 11.1 / 11.2 / 14.9 / 22.9, 8 rows 48.0 / 35.2 / 29.0 / 25.6. The rule picks 1 tile per split at
+1 row (64 splits) and 8 at 8 rows (8 splits): the best of each column; at 4 rows it picks 4.
+Prefetch (K and V gathered a tile ahead): off by default, slower in the same sweep (prefill 128 rows
+317 vs 250 us, 2048 rows 5109 vs 3914 us; it raises the register count and spills in the split
+variant).
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ SUPPORTED_HEAD_DIMS = (64, 128, 256)
 MAX_GROUP = 16
 DECODE_MAX_ROWS = 16
 BLOCK_N = 64  # candidates per tile; 32 at D = 256 (see plan)
-SPLIT_TARGET_CTAS_PER_SM = 2
+SPLIT_TARGET_CTAS_PER_SM = 1
 
 TILES_PER_SPLIT = IntOption("tiles_per_split", "ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT", None, 1, 1 << 20,
                             "candidate tiles (64 candidates, 32 at D = 256) per split in decode; default: the split rule")
 PV_SPLIT = Switch("pv_split", "ATTNKIT_SPARSE_INT8_PV_SPLIT", True,
                   "probability tile as a bf16 high part plus a residual (needed for exact cancellation)")
-PREFETCH = Switch("prefetch", "ATTNKIT_SPARSE_INT8_PREFETCH", True,
+PREFETCH = Switch("prefetch", "ATTNKIT_SPARSE_INT8_PREFETCH", False,
                   "gather the next candidate tile's K and V rows while the current one is computed")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")

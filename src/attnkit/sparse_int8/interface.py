@@ -51,7 +51,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
 
     Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
-    ``prefetch`` (gather the next tile's rows during the current one, default on),
+    ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
