@@ -165,3 +165,25 @@ def test_report_keeps_older_cases_a_partial_run_did_not_remeasure(tmp_path):
     assert {p.name: sorted(c for c, _ in ks) for p, _, ks in latest} == {
         "relbias-h200-2026-11-29.json": ["relbias-model-decode-b1-64k", "relbias-model-decode-b1-64k"],
         "relbias-h200-2026-11-30.json": ["relbias-model-decode-b32-8k"]}
+
+
+def test_report_key_ratios_not_applicable_and_partial_floors():
+    """mqa_decode's table carries the swap-AB speedup (a paired ratio), shows a provider that does not take a
+    case as n/a (not as a failure), and rates the insert against its own byte floor, not the attention's."""
+    from attnkit.bench.providers import providers
+    from attnkit.bench.report import bench_table
+    art = json.loads((ROOT / "benchmarks/results/mqa_decode-h200-2026-11-30.json").read_text())
+    table = bench_table("mqa_decode", ROOT / "benchmarks/results/mqa_decode-h200-2026-11-30.json", art, ROOT)
+    row16 = next(line for line in table.splitlines() if "`mqa_decode-step-h16-t16-fp8`" in line)
+    row64 = next(line for line in table.splitlines() if "`mqa_decode-step-h64-t16-fp8`" in line)
+    r = {(x["case"], x["provider"]): x for x in art["rows"]}
+    hp, sw = r[("mqa_decode-step-h16-t16-fp8", "attnkit_headpad")], r[("mqa_decode-step-h16-t16-fp8", "attnkit_swapab")]
+    x = hp["ratios"]["attnkit_swapab"]
+    assert f"{x['median']:.2f} [{x['p20']:.2f}–{x['p80']:.2f}]" in row16
+    assert "n/a" in row64 and "failed" not in row64
+    ins = next(p for p in providers("mqa_decode") if p.name == "attnkit_insert")
+    assert ins.takes(shapes.get("mqa_decode-step-h16-t16-fp8"))  # takes every case
+    assert ins.floor_bytes(shapes.get("mqa_decode-step-h16-t16-fp8")) < hp["bytes"] / 100
+    sw_p = next(p for p in providers("mqa_decode") if p.name == "attnkit_swapab")
+    assert sw_p.takes(shapes.get("mqa_decode-step-h16-t1-fp8")) and not sw_p.takes(shapes.get("mqa_decode-step-h64-t1-fp8"))
+    assert sw["status"] == "ok"

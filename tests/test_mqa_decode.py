@@ -46,7 +46,7 @@ def test_headpad_bad_input(device):
 
 def test_dispatch_rule_pure_function():
     from attnkit.mqa_decode.config import use_swapab
-    assert not use_swapab(1, 16)  # the cutoff is not measured yet: nothing goes to swap-AB by default
+    assert not use_swapab(1, 16)  # measured: swap-AB never wins (config.SWAPAB_T_CUTOFF), nothing goes to it
     assert use_swapab(8, 16, cutoff=16) and use_swapab(16, 32, cutoff=16)
     assert not use_swapab(17, 16, cutoff=16) and not use_swapab(1, 64, cutoff=16) and not use_swapab(1, 8, cutoff=16)
 

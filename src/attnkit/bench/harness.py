@@ -124,6 +124,14 @@ class _Timed:
         self.samples.append(s.elapsed_time(e) * 1e3 / (self.reps * len(self.runs)))
 
 
+def _own_floor_us(provider, case, fl: dict) -> float:
+    """The case's floor, or for a provider that does part of the case (floor_bytes), its own byte floor at the
+    copy rate the case's floor used."""
+    if provider.floor_bytes is None or not fl.get("bytes"):
+        return fl["floor_us"]
+    return provider.floor_bytes(case) * fl["byte_floor_us"] / fl["bytes"]
+
+
 def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_bytes: int, seed: int = 0,
                log=print) -> list[dict]:
     first = make_inputs(case, "cuda", seed)
@@ -134,6 +142,10 @@ def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_by
             "set_bytes": _tensor_bytes(first), **fl}
     rows, timed = [], []
     for p in provs:
+        if not p.takes(case):
+            rows.append({**base, "provider": p.name, "kind": p.kind, "status": "n/a",
+                         "error": "not applicable to this case (the provider's own shape rule)"})
+            continue
         t0 = time.time()
         try:
             t = _Timed(p, [p.prepare(inp) for inp in sets])
@@ -155,7 +167,7 @@ def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_by
         row = {**base, "provider": t.provider.name, "kind": t.provider.kind, "status": "ok", "timing": t.timing,
                "median_us": st["median"], "p20_us": st["p20"], "p80_us": st["p80"], "rounds": st["n"],
                "reps_per_sample": t.reps, "samples_us": [round(x, 4) for x in t.samples],
-               "pct_of_floor": 100.0 * fl["floor_us"] / st["median"],
+               "pct_of_floor": 100.0 * _own_floor_us(t.provider, case, fl) / st["median"],
                "ratios": {o.provider.name: paired_ratios(t.samples, o.samples) for o in timed if o is not t}}
         rows.append(row)
     del sets, timed

@@ -22,6 +22,11 @@ class Provider:
     kind: str  # "ours" | "peer" | "floor" (a kernel without the feature: the floor a feature can approach)
     what: str
     prepare: Callable
+    applies: Callable | None = None  # case -> bool; None: every case of the family
+    floor_bytes: Callable | None = None  # case -> bytes, for a provider that does part of a case (its own floor)
+
+    def takes(self, case) -> bool:
+        return self.applies is None or bool(self.applies(case))
 
 
 PROVIDERS: dict[str, list[Provider]] = {
@@ -57,13 +62,14 @@ PROVIDERS: dict[str, list[Provider]] = {
         Provider("attnkit_headpad", "mqa_decode", "ours", "attnkit head-padded decode (attention only)",
                  lambda inp: _mqa_ours(inp, "headpad")),
         Provider("attnkit_swapab", "mqa_decode", "ours", "attnkit swap-AB decode (attention only; H 16 / 32)",
-                 lambda inp: _mqa_ours(inp, "swapab")),
+                 lambda inp: _mqa_ours(inp, "swapab"), applies=lambda c: c["H"] in (16, 32)),
         Provider("attnkit_insert", "mqa_decode", "ours", "attnkit record writer: the step's T new tokens into the "
-                 "window cache (a step = this + attention)", lambda inp: _mqa_insert(inp)),
+                 "window cache (a step = this + attention)", lambda inp: _mqa_insert(inp),
+                 floor_bytes=lambda c: c["T"] * (512 * 2 + 8 + 8 + 64 * 4 + 528)),
         Provider("attnkit_step_headpad", "mqa_decode", "ours", "a step: insert + head-padded attention",
                  lambda inp: _mqa_step(inp, "headpad")),
         Provider("attnkit_step_swapab", "mqa_decode", "ours", "a step: insert + swap-AB attention (H 16 / 32)",
-                 lambda inp: _mqa_step(inp, "swapab")),
+                 lambda inp: _mqa_step(inp, "swapab"), applies=lambda c: c["H"] in (16, 32)),
         Provider("torch_dequant_sdpa", "mqa_decode", "peer",
                  "PyTorch record gather + dequantize to bf16 + SDPA (sink as a zero-valued key)",
                  lambda inp: peers.mqa_decode_torch(inp)),

@@ -107,6 +107,9 @@ register(Gate(
     subject=_sparse_torch_subject,
     what="peer: PyTorch gather + dequantize to bf16 + SDPA",
     kind="peer",
+    # the peer's answer at value scale 2^-135 (a bf16 subnormal output) is off by up to 1.4x the bound on a GPU
+    # (benchmarks/checks/check-sparse_int8-h200-e3c66a8.jsonl): a known limit of that path, kept out of its gate
+    applies=lambda c: c.get("vs_exp", 0) > -126,
     perturbations=(
         Perturbation("candidate-skipped", "the first valid candidate of every row dropped", lambda c: c["N"] > 0),
         Perturbation("key-scale-dropped", "key scales not folded into the query", lambda c: c["N"] > 0),
