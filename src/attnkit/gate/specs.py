@@ -195,8 +195,8 @@ register(Gate(
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),
     subject=mqa_headpad_call,
-    what="kernel: Triton head-padded decode (heads on M padded to 64, split over slot tiles, sink as a merge "
-         "partial, RoPE in and out on the host)",
+    what="kernel: Triton head-padded decode (heads on M padded to 64, split over slot tiles; q rotated in the "
+         "kernel; the finishing merge adds the sink and rotates the output back)",
     perturbations=_MQA_PERTURBATIONS,
 ))
 

@@ -179,6 +179,23 @@ _si("sparse_int8-model", "prefill-r2048-q8x", 2048, 24, 2, 256, 8192, 2048, q_mu
 _si("sparse_int8-model", "decode-r8-vscale2p60", 8, 24, 2, 256, 32768, 2048, q_mult=2.0, vs_exp=60, **_MS)
 _si("sparse_int8-model", "prefill-r2048-vscale2p16", 2048, 24, 2, 256, 8192, 2048, q_mult=2.0, vs_exp=16, **_MS)
 
+# the gate matrix: heads per KV head x candidates x rows, with invalid entries, both index layouts, a
+# strided cache and the three head dims in rotation (full tier; forced split counts come from the
+# sparse_int8/triton_split1 gate, which runs every case with one tile per split)
+_MX_N = (0, 1, 63, 64, 65, 509, 2048, 2112, 8192)
+_i = 0
+for _g in (1, 4, 6, 12, 16):
+    for _n in _MX_N:
+        for _t in (1, 3, 8, 128):
+            _hkv = 2 if _i % 3 == 1 else 1
+            _si("sparse_int8-matrix", f"g{_g}-n{_n}-r{_t}", _t, _g * _hkv, _hkv, (64, 128, 256)[_i % 3],
+                max(64, 2 * _n + 7), _n, invalid=(0.1, 0.4, 0.0)[_i % 3],
+                layout="per_head" if _i % 4 == 1 else "shared", strided=_i % 5 == 2, tiers=(FULL,))
+            _i += 1
+# two of them in CI's smoke tier (small enough for the interpreter)
+_si("sparse_int8-matrix", "smoke-g6-n65-r3", 3, 12, 2, 64, 200, 65, invalid=0.3, layout="per_head")
+_si("sparse_int8-matrix", "smoke-g16-n63-r1-strided", 1, 16, 1, 64, 150, 63, strided=True)
+
 # ------------------------------------------------------------------------------------------ mqa_decode
 # params: T, H, H_pad, fmt ("fp8"|"nvfp4"), page_size, W, K, partial (fraction of -1 slots)
 
@@ -199,6 +216,15 @@ for _fmt in ("fp8", "nvfp4"):
     for _h in (16, 32, 64):
         for _t in (1, 2, 4, 8, 16, 32, 64):
             _mq("mqa_decode-step", f"h{_h}-t{_t}-{_fmt}", _t, _h, 64, _fmt, 64, tiers=(FULL, BENCH))
+
+# the gate matrix: H x T x format x page size x partial / full lists, H_pad 64 and 128 (full tier)
+for _fmt in ("fp8", "nvfp4"):
+    for _h in (16, 32, 64):
+        for _t in (1, 2, 5, 16):
+            for _ps in (64, 128):
+                for _part in (0.0, 0.3):
+                    _mq("mqa_decode-matrix", f"h{_h}-t{_t}-{_fmt}-p{_ps}-{'partial' if _part else 'full'}", _t, _h,
+                        128 if _ps == 128 else 64, _fmt, _ps, partial=_part, tiers=(FULL,))
 
 # -------------------------------------------------------------------------------- merge (shared split-K)
 # params: S (splits), rows, D, empty (fraction of empty splits), all_empty_rows
