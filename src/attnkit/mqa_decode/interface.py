@@ -67,8 +67,8 @@ PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sin
 
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
-                         validate=True, out_fp8=None, out_scale=None, _perturb=None, _return_fp32=False,
-                         _merge_block_s=None):
+                         validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
+                         _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -77,8 +77,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
-    Launches: the attention kernel and the finishing merge (plus the MXFP8 quantizer when asked); no host
-    sync with validate=False, and nothing allocated but the outputs and the partials.
+    out [T, H, 512] bf16, lse [T, H] fp32, workspace (``mqa_decode_workspace``): optional caller-owned
+    buffers; with all three given and validate=False a call allocates nothing and syncs nothing (the
+    workspace is sized for the largest step; a step of fewer tokens uses its front).
+    Launches: the attention kernel and the finishing merge (plus the MXFP8 quantizer when asked).
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -122,8 +124,15 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
-    out = torch.empty((T, H, MQA_DIM), dtype=torch.bfloat16, device=dev)
-    lse = torch.empty((R,), dtype=torch.float32, device=dev)
+    if out is None:
+        out = torch.empty((T, H, MQA_DIM), dtype=torch.bfloat16, device=dev)
+    require(isinstance(out, torch.Tensor) and out.shape == (T, H, MQA_DIM) and out.dtype == torch.bfloat16
+            and out.is_contiguous() and out.device == dev, "out", f"must be a contiguous bfloat16 [{T}, {H}, 512] on {dev}")
+    if lse is None:
+        lse = torch.empty((T, H), dtype=torch.float32, device=dev)
+    require(isinstance(lse, torch.Tensor) and lse.shape == (T, H) and lse.dtype == torch.float32
+            and lse.is_contiguous() and lse.device == dev, "lse", f"must be a contiguous float32 [{T}, {H}] on {dev}")
+    lse = lse.view(R)
     want32 = _return_fp32 or out_fp8 is not None or out_scale is not None
     o32 = torch.empty((T, H, MQA_DIM), dtype=torch.float32, device=dev) if want32 else lse
     if T == 0:
@@ -134,9 +143,18 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
-    m = torch.empty((S, R), dtype=torch.float32, device=dev)
-    l = torch.empty_like(m)
-    acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
+    if workspace is None:
+        m = torch.empty((S, R), dtype=torch.float32, device=dev)
+        l = torch.empty_like(m)
+        acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
+    else:
+        require(isinstance(workspace, torch.Tensor) and workspace.dtype == torch.float32 and workspace.dim() == 1
+                and workspace.device == dev and workspace.numel() >= S * R * (MQA_DIM + 2), "workspace",
+                f"must be a float32 vector on {dev} of at least {S * R * (MQA_DIM + 2)} elements for this step "
+                "(mqa_decode_workspace sizes it)")
+        m = workspace[:S * R].view(S, R)
+        l = workspace[S * R:2 * S * R].view(S, R)
+        acc = workspace[2 * S * R:S * R * (MQA_DIM + 2)].view(S, R, MQA_DIM)
     args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
@@ -168,6 +186,21 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if _return_fp32:  # tests: the fp32 output the bf16 and MXFP8 outputs are rounded from
         return out, lse.view(T, H), o32
     return out, lse.view(T, H)
+
+
+def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int = 128, topk: int = 512,
+                         kernel=None, comp_format: str = "fp8") -> torch.Tensor:
+    """The split partials buffer for steps of up to ``max_tokens`` tokens of a layer (fixed H, list lengths),
+    to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture)."""
+    from .config import headpad_plan, swapab_plan, use_swapab
+    dev = torch.device(device)
+    sm = torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 132
+    need = 0
+    for T in range(1, max_tokens + 1):
+        k = kernel or ("swapab" if use_swapab(T, num_heads) else "headpad")
+        plan = (swapab_plan if k == "swapab" else headpad_plan)(T, num_heads, window + topk, sm, None, dev.type)
+        need = max(need, plan.num_splits * T * num_heads * (MQA_DIM + 2))
+    return torch.empty(need, dtype=torch.float32, device=dev)
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
