@@ -187,3 +187,18 @@ def test_swapab_error_at_most_1p1_of_headpad(case, device):
         d = out.double().cpu() - ref.double().cpu()
         err[kernel] = (d.pow(2).mean().sqrt() / ref.double().cpu().pow(2).mean().sqrt()).item()
     assert err["swapab"] <= 1.1 * err["headpad"] + 1e-6, err
+
+
+def test_split_rule_fills_whole_waves():
+    """A pure function: one resident program per SM, the fewest program-waves of work, ties to fewer splits."""
+    from attnkit.mqa_decode.config import headpad_plan, swapab_plan
+    # 640 slots = 20 tiles of 32; 132 SMs
+    assert swapab_plan(1, 16, 640, 132, None, "cuda").num_splits == 20  # latency: one tile per program
+    assert swapab_plan(8, 16, 640, 132, None, "cuda").num_splits == 10  # 80 programs, one wave, 2 tiles each
+    assert swapab_plan(16, 32, 640, 132, None, "cuda").num_splits == 7  # 112 programs, 3 tiles each
+    assert headpad_plan(64, 64, 640, 132, None, "cuda").num_splits == 2  # 128 programs, 10 tiles each
+    assert headpad_plan(16, 64, 640, 132, None, "cuda", out_dc=128).num_splits == 2  # 4 programs per split
+    assert swapab_plan(8, 16, 640, 132, 3, "cuda").num_splits == 3  # the override
+    for T in (1, 2, 5, 16, 64):
+        p = swapab_plan(T, 16, 640, 132, None, "cuda")
+        assert p.num_splits * p.slots_per_split >= 640 and (p.num_splits - 1) * p.slots_per_split < 640

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from ..options import IntOption
 
-SPLIT_TARGET_CTAS_PER_SM = 2
 # 512: on the H200 (benchmarks/sweeps/mqa-headpad-dc{128,512}-h200-421a469.json against the 256 of the same
 # commit's bench) 16 heads x 1 / 16 tokens fp8, 32 x 16 nvfp4, 64 x 64 fp8: 20.7 / 81.4 / 84.6 / 248.7 us at
 # 128, 24.0 / 53.0 / 56.3 / 163.8 at 512; 256 lay between (23 / 58 / 60 / 168)
@@ -32,11 +31,31 @@ class HeadpadPlan:
     num_warps: int
 
 
+# One program per SM is resident (255 registers x 256 threads at e3c66a8, ncu: 12 % occupancy), so a launch of
+# more programs than SMs runs in whole extra waves. Time model fitted to every head-padded and swap-AB series of
+# benchmarks/results/mqa_decode-h200-2026-11-30.json (H 16/32/64 x fp8/nvfp4, T 1..64; 3 parameters per
+# series, largest residual 4.7 us): t = c0 + waves * (p + tiles_per_program * u), with p of 3 to 14 us and u of
+# 7 to 13 us per 32-slot tile. The rule below minimizes waves * (PROLOGUE_TILES + tiles per program) and
+# predicts 15-30 % less time than the e3c66a8 rule (two programs per SM assumed) from 8 tokens up and the same
+# below; it is modelled, not yet timed as a rule.
+RESIDENT_PROGRAMS_PER_SM = 1
+PROLOGUE_TILES = 1
+
+
 def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_splits: int | None) -> tuple[int, int]:
-    """(splits, tiles per split): enough splits to put SPLIT_TARGET_CTAS_PER_SM programs on every SM, never
-    more than there are tiles; an explicit num_splits overrides the rule."""
+    """(splits, tiles per split): the split count whose launch takes the fewest program-waves of work (ties:
+    fewer splits, so less to merge); an explicit num_splits overrides the rule."""
     if num_splits is None:
-        num_splits = -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // max(1, T * programs_per_split))
+        slots = max(1, RESIDENT_PROGRAMS_PER_SM * sm_count)
+        best = None
+        for s in range(1, tiles + 1):
+            per = -(-tiles // s)
+            eff = -(-tiles // per)
+            waves = -(-(T * programs_per_split * eff) // slots)
+            key = (waves * (PROLOGUE_TILES + per), eff)
+            if best is None or key < best:
+                best = key
+        num_splits = best[1]
     num_splits = max(1, min(tiles, num_splits))
     per = -(-tiles // num_splits)
     return -(-tiles // per), per
