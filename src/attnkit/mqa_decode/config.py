@@ -77,8 +77,9 @@ SWAPAB_HEADS = (16, 32)
 # The largest T at which swap-AB beats head-padded for both head counts and both formats. Measured on the H200
 # at e3c66a8 (benchmarks/results/mqa_decode-h200-2026-11-30.json): head-padded / swap-AB paired ratios 0.74 to
 # 0.95 at every H in {16, 32}, T in 1 .. 64 and both formats, i.e. swap-AB never wins, so there is no cutoff
-# and the dispatch sends nothing to it (kernel="swapab" still selects it). At 421a469 (before the e4m3 bit
-# decode and the 512-dim head-padded programs) it had won for fp8 by 1.1 to 1.7x and lost for nvfp4 at 32 heads.
+# and the dispatch sends nothing to it (kernel="swapab" still selects it). At 421a469 (before e3c66a8's e4m3
+# decode by bits, reverted since because it made swap-AB spill, and before the 512-dim head-padded programs) it
+# had won for fp8 by 1.1 to 1.7x and lost for nvfp4 at 32 heads: the cutoff must be measured again.
 SWAPAB_T_CUTOFF: int | None = None
 
 

@@ -8,6 +8,7 @@ machine. It must run with TRITON_INTERPRET unset (the interpreter replaces the k
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import time
@@ -114,6 +115,11 @@ def compile_all(arch: int = 90, names=None, log=print):
         if names and not any(n in name for n in names):
             continue
         sig = {}
+        constexprs = dict(constexprs)
+        for prm in fn.params:  # a constexpr parameter left to its default is compiled with that default, as a
+            # launch that omits it would be (not as a runtime integer with every branch kept)
+            if prm.is_constexpr and prm.name not in constexprs and prm.default is not inspect.Parameter.empty:
+                constexprs[prm.name] = prm.default
         for a in fn.arg_names:
             if a in constexprs:
                 sig[a] = "constexpr"
