@@ -67,3 +67,29 @@ def test_relbias_random_shapes(lens, hkv, group, E, window, beyond, force, seed)
     base, base_lse = relbias_baseline(dict(q=q, k=k, v=v, cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, **kw))
     c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
     assert c.ok, c.reason
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(T=st.integers(1, 3), H=st.sampled_from([8, 16, 32, 64]), wide=st.booleans(), fmt=st.sampled_from(["fp8", "nvfp4"]),
+       page=st.sampled_from([16, 64]), W=st.integers(0, 40), K=st.integers(0, 70),
+       partial=st.sampled_from([0.0, 0.3, 1.0]), swapab=st.booleans(), splits=st.sampled_from([None, 1, 3]),
+       out_dc=st.sampled_from([None, 128]), seed=st.integers(0, 2 ** 20))
+def test_mqa_decode_random_shapes(T, H, wide, fmt, page, W, K, partial, swapab, splits, out_dc, seed):
+    """Odd list lengths (empty lists too), lists that end inside a tile, splits that straddle the two lists,
+    padding heads (H_pad 64 or 128), both kernels, against the fp64 oracle."""
+    from attnkit.mqa_decode import mqa_decode_attention
+    from attnkit.testing.baselines import mqa_decode_baseline
+    from attnkit.testing.inputs import make_inputs
+    from attnkit.testing.oracles import mqa_decode_oracle
+    from attnkit.testing.shapes import FULL, Case
+    case = Case("mqa_decode", "mqa_decode-property", "drawn", dict(T=T, H=H, H_pad=128 if wide else 64, fmt=fmt,
+                                                                 page_size=page, W=W, K=K, partial=partial), (FULL,))
+    inp = make_inputs(case, DEV, seed)
+    kernel = "swapab" if swapab and H in (16, 32) else "headpad"
+    out, lse = mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
+                                    inp["positions"], inp["cos_sin"], inp["sink"], H, inp["softmax_scale"], fmt,
+                                    kernel=kernel, num_splits=splits, out_dc=out_dc)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
