@@ -29,6 +29,9 @@ def test_split_plan_is_a_pure_function():
     assert plan(8, 2, 12, 8192, 132, 1, 128).num_splits == 128  # the override: one 64-candidate tile per split
     assert plan(8, 2, 12, 8192, 132, 1, 256).num_splits == 256  # D = 256 tiles hold 32 candidates
     assert plan(1, 1, 1, 0, 132, None, 64).num_splits == 1
+    # a short prefill chunk (32 rows x 2 KV heads = 64 programs) still splits to fill the GPU; 66 rows do not
+    assert not plan(32, 2, 12, 2048, 132, None, 256).direct and plan(32, 2, 12, 2048, 132, None, 256).num_splits == 3
+    assert plan(66, 2, 12, 2048, 132, None, 256).direct
 
 
 @pytest.mark.parametrize("tps,prefetch", [(1, True), (2, True), (3, True), (64, True), (3, False), (64, False)])

@@ -52,7 +52,9 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     block_n = 32 if head_dim >= 256 else BLOCK_N
     block_r = 16 if group <= 16 else 32
     tiles = max(1, -(-n // block_n))
-    if T > DECODE_MAX_ROWS and tiles_per_split is None:
+    # direct (one split, the kernel writes the output) once the rows alone fill the GPU; fewer rows than that
+    # (decode, and short prefill chunks) split their candidates so that the programs do
+    if tiles_per_split is None and T > DECODE_MAX_ROWS and T * hkv >= SPLIT_TARGET_CTAS_PER_SM * sm_count:
         return Plan(1, tiles * block_n, block_r, block_n, True, warps)
     if tiles_per_split is None:
         want = -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // max(1, T * hkv))

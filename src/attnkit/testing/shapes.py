@@ -157,6 +157,7 @@ _si("sparse_int8-decode", "r8-g12-n2112", 8, 24, 2, 128, 4096, 2112, tiers=(FULL
 _si("sparse_int8-decode", "r16-g16-n8192-strided", 16, 16, 1, 256, 16384, 8192, strided=True, tiers=(FULL,))
 _si("sparse_int8-prefill", "r128-g1-n64", 128, 2, 2, 64, 500, 64, tiers=(FULL,))
 _si("sparse_int8-prefill", "r20-g4-n63", 20, 4, 1, 64, 200, 63)
+_si("sparse_int8-prefill", "r140-g4-n20-direct", 140, 4, 1, 64, 100, 20)  # rows enough for the direct path
 _si("sparse_int8-prefill", "r128-g12-n2048", 128, 24, 2, 256, 8192, 2048, tiers=(FULL,))
 _si("sparse_int8-edge", "n0", 3, 4, 1, 64, 50, 0)
 _si("sparse_int8-edge", "all-invalid-rows", 4, 4, 2, 64, 50, 17, invalid=1.0)
