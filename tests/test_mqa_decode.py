@@ -202,3 +202,13 @@ def test_split_rule_fills_whole_waves():
     for T in (1, 2, 5, 16, 64):
         p = swapab_plan(T, 16, 640, 132, None, "cuda")
         assert p.num_splits * p.slots_per_split >= 640 and (p.num_splits - 1) * p.slots_per_split < 640
+
+
+def test_ablation_diagnostics_warn_that_results_are_wrong(device, monkeypatch):
+    monkeypatch.setenv("ATTNKIT_DIAG_MQA_ABLATE", "3")
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
+    with pytest.warns(RuntimeWarning, match="wrong by design"):
+        mqa_headpad_call(inp, kernel="swapab")
+    monkeypatch.setenv("ATTNKIT_DIAG_MQA_ABLATE", "5")
+    with pytest.raises(ValueError, match="_ablate"):
+        mqa_headpad_call(inp, kernel="swapab")

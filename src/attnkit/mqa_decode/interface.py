@@ -162,8 +162,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
     if kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
+        ablate = DIAG_ABLATE.resolve()
+        if ablate:
+            import warnings
+            warnings.warn(f"{DIAG_ABLATE.env}={ablate}: a diagnostics variant with a stage left out; its results "
+                          "are wrong by design", RuntimeWarning, stacklevel=2)
         mqa_swapab_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
-                                  ABLATE=DIAG_ABLATE.resolve(), **common)
+                                  ABLATE=ablate, **common)
     else:
         from .kernel_headpad import mqa_headpad_kernel
         n_hb = -(-H // plan.block_h)
