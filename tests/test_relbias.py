@@ -156,3 +156,23 @@ def test_bad_num_splits(device):
     with pytest.raises(ValueError, match="num_splits"):
         relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_q=inp["cu_seqlens_q"],
                           cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"], num_splits=0)
+
+
+@pytest.mark.parametrize("E,beyond,window", [(300, "zero", None), (100, "zero", None), (100, "clamp", None),
+                                             (300, "zero", 150), (1, "clamp", None), (5000, "zero", 97)])
+def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
+    """The mask-free interior path computes exactly what the masked path does on interior tiles (every key
+    visible, distances inside or beyond the table): the same bits, on shapes where most tiles are interior."""
+    g = torch.Generator().manual_seed(E)
+    lq, lk = [256, 130], [256, 300]  # a full prefill and a chunk behind 170 earlier keys
+    Hq, Hkv, D = 4, 2, 64
+    q = torch.randn(sum(lq), Hq, D, generator=g).bfloat16().to(device)
+    k = torch.randn(sum(lk), Hkv, D, generator=g).bfloat16().to(device)
+    v = torch.randn(sum(lk), Hkv, D, generator=g).bfloat16().to(device)
+    table = (torch.randn(Hq, E, generator=g) * 2).to(device)
+    cq = torch.tensor([0, lq[0], sum(lq)], dtype=torch.int32, device=device)
+    ck = torch.tensor([0, lk[0], sum(lk)], dtype=torch.int32, device=device)
+    kw = dict(cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, window=window, beyond=beyond, _force="fwd")
+    a = relbias_attention(q, k, v, fast_interior=False, **kw)
+    b = relbias_attention(q, k, v, fast_interior=True, **kw)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])

@@ -35,6 +35,10 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "attnkit.relbias.relbias_attention as dispatched (forward kernel; split-K decode kernel + merge "
                  "for up to 16 query tokens)",
                  lambda inp: _relbias_ours(inp)),
+        Provider("attnkit_fwd_interior", "relbias", "ours",
+                 "the same with the forward kernel's mask-free interior tiles (fast_interior; decode unchanged)",
+                 lambda inp: _relbias_ours(inp, fast_interior=True),
+                 applies=lambda c: max(c["seqlens_q"]) > 16),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
                  "paged / fp8 KV gathered and dequantized per step",
@@ -77,7 +81,7 @@ PROVIDERS: dict[str, list[Provider]] = {
 }
 
 
-def _relbias_ours(inp):
+def _relbias_ours(inp, **extra):
     """Plan outside the timing (max_seqlen_q, validation, output buffers), then launch only."""
     from ..relbias import relbias_attention
     lq = inp["cu_seqlens_q"][1:] - inp["cu_seqlens_q"][:-1]
@@ -88,7 +92,7 @@ def _relbias_ours(inp):
     lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
     kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"], window=inp["window"], beyond=inp["beyond"],
               softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"),
-              max_seqlen_q=max_q, max_seqlen_k=max_k, out=out, lse=lse)
+              max_seqlen_q=max_q, max_seqlen_k=max_k, out=out, lse=lse, **extra)
     if "k_cache" in inp:
         kw.update(k_cache=inp["k_cache"], v_cache=inp["v_cache"], block_table=inp["block_table"],
                   seqused_k=inp["seqused_k"])

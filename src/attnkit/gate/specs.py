@@ -47,12 +47,12 @@ register(Gate(
 ))
 
 
-def relbias_kernel_call(inp, perturb=None, fn=None, force=None):
+def relbias_kernel_call(inp, perturb=None, fn=None, force=None, **extra):
     """Call attnkit.relbias.relbias_attention on an input dictionary of attnkit.testing.inputs."""
     from ..relbias import relbias_attention
     fn = fn or relbias_attention
     kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], table=inp["table"], window=inp["window"], beyond=inp["beyond"],
-              softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"))
+              softmax_scale=inp["softmax_scale"], k_scale=inp.get("k_scale"), v_scale=inp.get("v_scale"), **extra)
     out, lse = _poisoned_outputs(inp["q"])
     if force is not None:
         kw["_force"] = force
@@ -77,6 +77,16 @@ register(Gate(
     subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd"),
     what="kernel: Triton forward kernel, on every relbias shape (the dispatcher sends it sequences of more "
          "than 16 query tokens, and decode tiles of more than 128 packed rows)",
+    perturbations=_RELBIAS_PERTURBATIONS,
+))
+
+register(Gate(
+    name="relbias/triton_fwd_interior",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", fast_interior=True),
+    what="kernel: the forward kernel with mask-free interior tiles (option fast_interior, off by default until "
+         "timed), on every relbias shape",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 

@@ -16,10 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..options import Switch
+
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
 SUPPORTED_GQA = (1, 2, 4, 8, 16)  # gated; any integer ratio Hq / Hkv is accepted (3 is gated in the smoke tier)
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 MAX_EXTENT = 131072
+
+FAST_INTERIOR = Switch("fast_interior", "ATTNKIT_RELBIAS_FAST_INTERIOR", False,
+                       "forward kernel: interior tiles (all keys visible, distances inside or beyond the table) "
+                       "skip the masks and the clamp; off until timed")
 
 
 @dataclass(frozen=True)

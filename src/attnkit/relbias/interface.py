@@ -10,7 +10,7 @@ import triton
 
 from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
-from .config import BLOCK_SIZES, MAX_EXTENT, SUPPORTED_HEAD_DIMS, decode_plan, fwd_config, use_decode
+from .config import BLOCK_SIZES, FAST_INTERIOR, MAX_EXTENT, SUPPORTED_HEAD_DIMS, decode_plan, fwd_config, use_decode
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0}
@@ -118,14 +118,15 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
                       block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
-                      validate=True, out=None, lse=None, _perturb=None, _force=None):
+                      validate=True, out=None, lse=None, fast_interior=None, _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 16 query tokens per sequence go to the split-K decode kernel
     (query heads of one KV head packed into one tile), longer ones to the forward kernel.
     ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan; give them (host ints) to avoid
     a device sync, e.g. under CUDA-graph capture together with ``validate=False`` and caller-owned
-    ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule.
+    ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule. ``fast_interior`` (else
+    ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles, off until timed.
     """
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
@@ -172,7 +173,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        FAST_INTERIOR=FAST_INTERIOR.resolve(fast_interior), num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
 

@@ -12,7 +12,9 @@ Numerics   scores and softmax in fp32 in the base-2 domain (scale and bias pre-m
            product; LSE returned in natural log; a row that sees no key gets 0 and -inf.
 Bias       per tile, from the strip of BLOCK_M + BLOCK_N - 1 distances it touches (cached loads of a
            contiguous strip); a tile lying wholly beyond the extent takes the constant tail without
-           any lookup; tiles outside the causal / window masks are never visited.
+           any lookup; tiles outside the causal / window masks are never visited. FAST_INTERIOR: an
+           interior tile (every key visible to every row, distances all inside the table or all beyond)
+           skips the masks and the clamp.
 Dispatch   attnkit.relbias.interface.relbias_attention (config: attnkit.relbias.config.fwd_config).
 Oracle     attnkit.reference.relbias; gate "relbias/triton_fwd", tests/test_relbias.py.
 DOT_F32    set under Triton's interpreter, whose tl.dot multiplies bf16 operands' raw bit patterns
@@ -30,6 +32,42 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
+def _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr,
+                 PERTURB: tl.constexpr):
+    """Scores of a tile that may cross a mask or the extent: bias added where visible, -inf elsewhere."""
+    vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+    if HAS_WINDOW:
+        vis = vis & (d < win)
+    if PERTURB != 1:
+        dd = d + shift
+        if d_lo >= E:  # the whole tile lies beyond the extent: the constant tail
+            s = s + tail
+        else:
+            # the strip of BLOCK_M + BLOCK_N - 1 distances this tile touches, clamped to the table
+            bias = tl.load(tab + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
+            if not CLAMP:
+                bias = tl.where(dd < E, bias, 0.0)
+            s = s + bias
+    return tl.where(vis, s, float("-inf"))
+
+
+@triton.jit
+def _interior_bias(s, tab, dd, d_lo, tail, E, CLAMP: tl.constexpr, PERTURB: tl.constexpr):
+    """Scores of an interior tile (every key visible to every row; distances dd all inside [0, E) or all at
+    or beyond the extent): no mask, no clamp."""
+    if CLAMP:
+        beyond = d_lo >= E - 1
+    else:
+        beyond = d_lo >= E
+    if PERTURB != 1:
+        if beyond:
+            s = s + tail
+        else:
+            s = s + tl.load(tab + dd) * LOG2E
+    return s
+
+
+@triton.jit
 def relbias_fwd_kernel(
     Q, K, V, TABLE, OUT, LSE,
     CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
@@ -39,7 +77,7 @@ def relbias_fwd_kernel(
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
-    CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+    CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
 ):
     pid_m = tl.program_id(0)
     b = tl.program_id(1)
@@ -113,21 +151,24 @@ def relbias_fwd_kernel(
             s = tl.dot(q, k) * qk_scale
 
         d = pos[:, None] - offs_n[None, :]  # distances of this tile
-        vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
-        if HAS_WINDOW:
-            vis = vis & (d < win)
-        if PERTURB != 1:
-            dd = d + shift
-            d_min = first_pos - (n0 + BLOCK_N - 1) + shift
-            if d_min >= E:  # the whole tile lies beyond the extent: the constant tail
-                s = s + tail
+        d_lo = first_pos - (n0 + BLOCK_N - 1) + shift  # the tile's smallest (shifted) distance
+        if FAST_INTERIOR:
+            # an interior tile: every key in range and visible to every row of a full row block, and the
+            # tile's distances all inside the table or all beyond it: no mask and no clamp
+            d_hi = last_pos - n0 + shift
+            interior = (n0 + BLOCK_N <= seqlen_k) & (n0 + BLOCK_N - 1 <= first_pos) & (last_pos < seqlen_k)
+            if HAS_WINDOW:
+                interior = interior & (last_pos - n0 < win)
+            if CLAMP:
+                interior = interior & ((d_hi < E) | (d_lo >= E - 1))
             else:
-                # the strip of BLOCK_M + BLOCK_N - 1 distances this tile touches, clamped to the table
-                bias = tl.load(tab + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
-                if not CLAMP:
-                    bias = tl.where(dd < E, bias, 0.0)
-                s = s + bias
-        s = tl.where(vis, s, float("-inf"))
+                interior = interior & ((d_hi < E) | (d_lo >= E))
+            if interior:
+                s = _interior_bias(s, tab, d + shift, d_lo, tail, E, CLAMP, PERTURB)
+            else:
+                s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
+        else:
+            s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
 
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)

@@ -36,13 +36,17 @@ def _variants():
     rb_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", OUT="*bf16", LSE="*fp32",  # noqa: E731
                              CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32",
                              V_SCALE="*fp32")
-    for D, paged, fp8, win, clamp, bm in ((128, False, False, False, False, 64), (128, True, False, True, False, 64),
-                                          (64, False, True, False, True, 16), (256, True, True, True, True, 64)):
+    for D, paged, fp8, win, clamp, bm, fast in ((128, False, False, False, False, 64, False),
+                                                (128, False, False, False, False, 64, True),
+                                                (128, True, False, True, False, 64, False),
+                                                (128, True, False, True, False, 64, True),
+                                                (64, False, True, False, True, 16, False),
+                                                (256, True, True, True, True, 64, False)):
         bn = 32 if D == 256 else 64
-        out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)}", relbias_fwd_kernel,
-                    rb_ptr("fp8e4nv" if fp8 else "bf16"),
+        out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)}{' interior' if fast else ''}",
+                    relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PAGED=paged, PAGE=64 if paged else 1,
-                         FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False),
+                         FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False, FAST_INTERIOR=fast),
                     dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
