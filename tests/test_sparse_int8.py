@@ -32,12 +32,18 @@ def test_split_plan_is_a_pure_function():
     # a short prefill chunk (32 rows x 2 KV heads = 64 programs) still splits to fill the GPU; 66 rows do not
     assert not plan(32, 2, 12, 2048, 132, None, 256).direct and plan(32, 2, 12, 2048, 132, None, 256).num_splits == 3
     assert plan(66, 2, 12, 2048, 132, None, 256).direct
+    assert plan(8, 2, 12, 2048, 132, None, 256, 16, 4).block_n == 16 and plan(8, 2, 12, 2048, 132, None, 256, 16, 4).num_warps == 4
+    with pytest.raises(ValueError, match="block_n"):
+        plan(8, 2, 12, 2048, 132, None, 256, 48)
 
 
-@pytest.mark.parametrize("tps,prefetch", [(1, True), (2, True), (3, True), (64, True), (3, False), (64, False)])
-def test_forced_tiles_per_split_with_empty_splits(tps, prefetch, device):
+@pytest.mark.parametrize("tps,prefetch,bn,warps", [(1, True, None, None), (2, True, None, None), (3, True, None, None),
+                                                    (64, True, None, None), (3, False, None, None),
+                                                    (64, False, None, None), (None, False, 16, 4), (2, False, 16, 8)])
+def test_forced_tiles_per_split_with_empty_splits(tps, prefetch, bn, warps, device):
     i = _inp(device)
-    out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, prefetch=prefetch)
+    out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, prefetch=prefetch, block_n=bn,
+                                     num_warps=warps)
     ref, ref_lse = sparse_int8_ref(*_args(i), scale=i["scale"])
     base, base_lse = sparse_int8_baseline(i)
     assert unwritten(out) == 0

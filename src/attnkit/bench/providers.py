@@ -59,6 +59,10 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "(validation off in the timed call)", lambda inp: _sparse_ours(inp)),
         Provider("attnkit_bf16_cache", "sparse_int8", "floor", "the same attnkit kernel over a bf16 cache (the "
                  "int8 codes held in bf16): what an INT8 cache buys", lambda inp: _sparse_ours(inp, bf16_cache=True)),
+        Provider("attnkit_w4_bn16", "sparse_int8", "ours", "the attnkit kernel with 4 warps and 16-candidate tiles "
+                 "(two programs per SM; the tile sweep)", lambda inp: _sparse_ours(inp, num_warps=4, block_n=16)),
+        Provider("attnkit_w8_bn16", "sparse_int8", "ours", "the attnkit kernel with 8 warps and 16-candidate tiles "
+                 "(the tile sweep)", lambda inp: _sparse_ours(inp, num_warps=8, block_n=16)),
         Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
                  lambda inp: peers.sparse_int8_torch(inp)),
     ],
@@ -103,7 +107,7 @@ def _relbias_ours(inp, **extra):
                                      **kw)
 
 
-def _sparse_ours(inp, bf16_cache=False):
+def _sparse_ours(inp, bf16_cache=False, **extra):
     from ..sparse_int8 import sparse_int8_attention
     kc, vc = inp["k_cache"], inp["v_cache"]
     if bf16_cache:
@@ -111,8 +115,8 @@ def _sparse_ours(inp, bf16_cache=False):
     args = (inp["q"], kc, vc, inp["key_scale"], inp["value_scale"], inp["indices"])
     out = torch.empty_like(inp["q"])
     lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
-    sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse)  # validate once, here
-    return lambda: sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, validate=False)
+    sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, **extra)  # validate once, here
+    return lambda: sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, validate=False, **extra)
 
 
 def _mqa_ours(inp, kernel):

@@ -29,6 +29,10 @@ PV_SPLIT = Switch("pv_split", "ATTNKIT_SPARSE_INT8_PV_SPLIT", True,
                   "probability tile as a bf16 high part plus a residual (needed for exact cancellation)")
 PREFETCH = Switch("prefetch", "ATTNKIT_SPARSE_INT8_PREFETCH", False,
                   "gather the next candidate tile's K and V rows while the current one is computed")
+BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_SPARSE_INT8_BLOCK_N", None, 16, 64,
+                        "candidates per tile (16, 32 or 64); default: the plan's rule (64, 32 at D = 256)")
+WARPS_OPT = IntOption("num_warps", "ATTNKIT_SPARSE_INT8_WARPS", None, 4, 8,
+                      "warps per program (4 or 8); default: the plan's rule (8 from D = 128 up)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -43,13 +47,22 @@ class Plan:
     num_warps: int = 4
 
 
-def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None, head_dim: int = 256) -> Plan:
+def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None, head_dim: int = 256,
+         block_n: int | None = None, num_warps: int | None = None) -> Plan:
     """A pure function of shapes and device. Warps: 8 from D = 128 up (sm_90 cubins spill 80 / 232 bytes
-    per thread with 4 warps at D = 128 / 256, 0 / 112 with 8; compile_check, not yet timed)."""
-    warps = 8 if head_dim >= 128 else 4
+    per thread with 4 warps at D = 128 / 256, 0 / 112 with 8; compile_check, not yet timed).
+    Left for the next timed sweep (block_n / num_warps options, benchmark providers attnkit_w4_bn16 and
+    attnkit_w8_bn16): at D = 256, 4 warps with 16-candidate tiles compile to 191 / 240 registers
+    (direct / split) without spills, which would let two programs share an SM; the default (8 warps,
+    32 candidates) uses 252 / 255 and spills 80 bytes in the split variant (compile_check)."""
+    warps = num_warps or (8 if head_dim >= 128 else 4)
+    if warps not in (4, 8):
+        raise ValueError(f"num_warps: must be 4 or 8, got {warps}")
     # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread
     # (direct / split), with 32 none (compile_check; not yet timed). A "tile" of tiles_per_split is this size.
-    block_n = 32 if head_dim >= 256 else BLOCK_N
+    block_n = block_n or (32 if head_dim >= 256 else BLOCK_N)
+    if block_n not in (16, 32, 64):
+        raise ValueError(f"block_n: must be 16, 32 or 64, got {block_n}")
     block_r = 16 if group <= 16 else 32
     tiles = max(1, -(-n // block_n))
     # direct (one split, the kernel writes the output) once the rows alone fill the GPU; fewer rows than that

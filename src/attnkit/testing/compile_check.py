@@ -61,14 +61,17 @@ def _variants():
                     dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",
                          CU_NEW="*i32", SEQUSED="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32", V_SCALE="*fp32"),
                     dict(HEAD_DIM=128, PAGE=64, FP8=fp8, BSEARCH_STEPS=7, OFF_BY_ONE=0), {}))
-    for D, direct, pv, cdt in ((256, True, True, "i8"), (256, False, True, "i8"), (64, False, False, "i8"),
-                               (128, True, True, "i8"), (256, False, True, "bf16")):
-        out.append((f"sparse_int8 D{D} direct{int(direct)} {cdt}", sparse_int8_kernel,
+    for D, direct, pv, cdt, bn, w in ((256, True, True, "i8", 32, 8), (256, False, True, "i8", 32, 8),
+                                      (64, False, False, "i8", 64, 4), (128, True, True, "i8", 64, 8),
+                                      (256, False, True, "bf16", 32, 8), (256, True, True, "i8", 16, 4),
+                                      (256, False, True, "i8", 16, 4)):
+        out.append((f"sparse_int8 D{D} direct{int(direct)} {cdt}" + ("" if (bn, w) in ((32, 8), (64, 8), (64, 4))
+                                                                     else f" bn{bn} w{w}"), sparse_int8_kernel,
                     dict(Q="*bf16", KC=f"*{cdt}", VC=f"*{cdt}", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
                          L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
-                    dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=32 if D >= 256 else 64, DIRECT=direct,
-                         PV_SPLIT=pv, PREFETCH=True, PERTURB=0,
-                         DOT_F32=False), dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
+                    dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=bn, DIRECT=direct,
+                         PV_SPLIT=pv, PREFETCH=False, PERTURB=0,
+                         DOT_F32=False), dict(num_warps=w, num_stages=2)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
