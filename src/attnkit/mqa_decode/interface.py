@@ -148,13 +148,16 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         l = torch.empty_like(m)
         acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
     else:
+        a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
+        need = a0 + S * R * MQA_DIM
         require(isinstance(workspace, torch.Tensor) and workspace.dtype == torch.float32 and workspace.dim() == 1
-                and workspace.device == dev and workspace.numel() >= S * R * (MQA_DIM + 2), "workspace",
-                f"must be a float32 vector on {dev} of at least {S * R * (MQA_DIM + 2)} elements for this step "
-                "(mqa_decode_workspace sizes it)")
+                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need
+                and workspace.data_ptr() % 16 == 0, "workspace",
+                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need} elements for "
+                "this step (mqa_decode_workspace sizes it)")
         m = workspace[:S * R].view(S, R)
         l = workspace[S * R:2 * S * R].view(S, R)
-        acc = workspace[2 * S * R:S * R * (MQA_DIM + 2)].view(S, R, MQA_DIM)
+        acc = workspace[a0:need].view(S, R, MQA_DIM)
     args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
@@ -204,7 +207,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
     for T in range(1, max_tokens + 1):
         k = kernel or ("swapab" if use_swapab(T, num_heads) else "headpad")
         plan = (swapab_plan if k == "swapab" else headpad_plan)(T, num_heads, window + topk, sm, None, dev.type)
-        need = max(need, plan.num_splits * T * num_heads * (MQA_DIM + 2))
+        sr = plan.num_splits * T * num_heads
+        need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
     return torch.empty(need, dtype=torch.float32, device=dev)
 
 
