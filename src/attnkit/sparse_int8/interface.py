@@ -73,9 +73,9 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         require(bool(torch.isfinite(key_scale).all()), "key_scale", "holds a non-finite value")
         require(bool(torch.isfinite(value_scale).all()), "value_scale", "holds a non-finite value")
     if out is None:
-        out = torch.empty_like(q)
-    require(out.shape == q.shape and out.dtype == q.dtype and out.stride() == q.stride(), "out",
-            f"must be {tuple(q.shape)} bf16 with q's strides")
+        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)  # contiguous, whatever q's strides
+    require(out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous() and out.device == q.device, "out",
+            f"must be a contiguous {tuple(q.shape)} bf16 tensor on {q.device}")
     if lse is None:
         lse = torch.empty((T, Hq), dtype=torch.float32, device=q.device)
     require(lse.shape == (T, Hq) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
@@ -99,7 +99,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     sparse_int8_kernel[(T, p.num_splits, Hkv)](
         q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse,
         mant, exp, C, N, p.cands_per_split,
-        q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), indices.stride(0),
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1), indices.stride(0),
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,

@@ -44,7 +44,7 @@ def _mma(a, b, acc, DOT_F32: tl.constexpr):
 def sparse_int8_kernel(
     Q, KC, VC, KS, VS, IDX, M_OUT, L_OUT, ACC_OUT, E_OUT, OUT, LSE,
     scale_mant, scale_exp, C, N, cands_per_split,
-    stride_qt, stride_qh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
+    stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
     DOT_F32: tl.constexpr,
@@ -146,7 +146,7 @@ def sparse_int8_kernel(
         nonempty = l_i > 0
         den = tl.where(nonempty, l_i, 1.0)
         o = tl.where(nonempty[:, None], acc / den[:, None], 0.0)
-        tl.store(OUT + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
+        tl.store(OUT + t.to(tl.int64) * stride_ot + head[:, None] * stride_oh + offs_d[None, :],
                  to_bf16(o), mask=row_ok[:, None])
         lse = tl.where(nonempty, ldexp(m_i, E) + tl.log(den), float("-inf"))
         tl.store(LSE + r_idx, lse, mask=row_ok)
