@@ -52,7 +52,7 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     """A pure function of shapes and device. Warps: 8 from D = 128 up (sm_90 cubins spill 80 / 232 bytes
     per thread with 4 warps at D = 128 / 256, 0 / 112 with 8; compile_check, not yet timed).
     Left for the next timed sweep (block_n / num_warps options, benchmark providers attnkit_w4_bn16 and
-    attnkit_w8_bn16): at D = 256, 4 warps with 16-candidate tiles compile to 191 / 240 registers
+    attnkit_w8_bn16): at D = 256, 4 warps with 16-candidate tiles compile to 202 / 240 registers
     (direct / split) without spills, which would let two programs share an SM; the default (8 warps,
     32 candidates) uses 252 / 255 and spills 80 bytes in the split variant (compile_check)."""
     warps = num_warps or (8 if head_dim >= 128 else 4)
