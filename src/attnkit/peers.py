@@ -105,26 +105,6 @@ def _unfold_out(o, vs):
     return o if vs is None else (o.float() * vs).to(o.dtype)
 
 
-def _head_scales(inp):
-    """Per query head fp32 (k_scale, v_scale) of an fp8 cache, or (None, None). A user folds the key
-    scale into q (one rounding of q) and applies the value scale to the output (one rounding), which is
-    cheaper and more accurate than rounding every dequantized key to bf16."""
-    if inp.get("k_scale") is None:
-        return None, None
-    Hq = inp["q"].shape[1]
-    Hkv = inp["k_scale"].shape[0]
-    return (inp["k_scale"].float().repeat_interleave(Hq // Hkv).view(1, Hq, 1),
-            inp["v_scale"].float().repeat_interleave(Hq // Hkv).view(1, Hq, 1))
-
-
-def _fold_q(q, ks):
-    return q if ks is None else (q.float() * ks).to(q.dtype)
-
-
-def _unfold_out(o, vs):
-    return o if vs is None else (o.float() * vs).to(o.dtype)
-
-
 def _relbias_contiguous(inp):
     """(k, v) contiguous in q's dtype, fp8 scales applied (planning and work in one call)."""
     k, v = _kv_plan(inp)()

@@ -140,8 +140,8 @@ register(Gate(
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),
     subject=sparse_int8_kernel_call,
-    what="kernel: Triton sparse INT8 attention as dispatched (direct for more than 16 rows, split-K + merge "
-         "for 1 to 16)",
+    what="kernel: Triton sparse INT8 attention as dispatched (direct once the rows fill the GPU, split-K + "
+         "merge for fewer)",
     perturbations=(
         Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
         Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),

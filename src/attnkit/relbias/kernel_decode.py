@@ -17,6 +17,8 @@ Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gate "rel
 import triton
 import triton.language as tl
 
+from .kernel_fwd import kv_offsets
+
 LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
 
@@ -87,11 +89,7 @@ def relbias_decode_split_kernel(
     for n0 in range(s_lo, s_hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < s_hi
-        if PAGED:
-            page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
-            kv_off = page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
-        else:
-            kv_off = (k_start.to(tl.int64) + offs_n) * stride_kt
+        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
         k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
         if FP8:
             k = k.to(q.dtype)

@@ -32,6 +32,18 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
+def kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED: tl.constexpr,
+               PAGE: tl.constexpr):
+    """Element offsets (int64) of keys offs_n of sequence b: through the block table when PAGED, else from
+    the sequence's start in the varlen buffer (shared by the forward and the decode kernel)."""
+    if PAGED:
+        page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
+        return page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
+    else:
+        return (k_start.to(tl.int64) + offs_n) * stride_kt
+
+
+@triton.jit
 def _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr,
                  PERTURB: tl.constexpr):
     """Scores of a tile that may cross a mask or the extent: bias added where visible, -inf elsewhere."""
@@ -136,11 +148,7 @@ def relbias_fwd_kernel(
     for n0 in range(lo, hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
-        if PAGED:
-            page = tl.load(BLOCK_TABLE + b * stride_bt + offs_n // PAGE, mask=col_ok, other=0)
-            kv_off = page.to(tl.int64) * stride_kb + (offs_n % PAGE).to(tl.int64) * stride_kt
-        else:
-            kv_off = (k_start.to(tl.int64) + offs_n) * stride_kt
+        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
         k_ptrs = K + kv_off[None, :] + g * stride_kh + offs_d[:, None]
         k = tl.load(k_ptrs, mask=col_ok[None, :], other=0.0)
         if FP8:
