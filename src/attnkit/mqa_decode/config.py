@@ -31,7 +31,7 @@ class HeadpadPlan:
     num_warps: int
 
 
-# One program per SM is resident (255 registers x 256 threads at e3c66a8, ncu: 12 % occupancy), so a launch of
+# One program per SM is resident (254-255 registers x 256 threads, compile_check), so a launch of
 # more programs than SMs runs in whole extra waves. Time model fitted to every head-padded and swap-AB series of
 # benchmarks/results/mqa_decode-h200-2026-11-30.json (H 16/32/64 x fp8/nvfp4, T 1..64; 3 parameters per
 # series, largest residual 4.7 us): t = c0 + waves * (p + tiles_per_program * u), with p of 3 to 14 us and u of
