@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tier: CUDA tests, `attnkit check --tier full`, and the benchmark suite, into OUTDIR.
 # Usage: scripts/gpu_tier.sh OUTDIR [STAGE...]
-#   stages: env tests check check-<family> bench-<family>   (default: env tests check bench-relbias
+#   stages: env tests check check-<family> bench-<family> sweep-<name>   (default: env tests check bench-relbias
 #           bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
 #           has a time limit.
 # Uses the torch and triton already installed on the machine (nothing is installed or replaced).
@@ -35,6 +35,11 @@ for stage in $STAGES; do
       else
         echo "no bench cases registered for $fam"
       fi ;;
+    sweep-*)
+      name=${stage#sweep-}
+      fam=$($PY -c "from attnkit.bench.sweeps import SWEEPS; print(SWEEPS['$name'].family)") || { status=2; continue; }
+      $PY -m attnkit.cli bench --family "$fam" --sweep "$name" --rounds "${ROUNDS:-7}" --out "$OUTDIR/sweep-$name.json" \
+        2> "$OUTDIR/sweep-$name.log" | tail -60 || status=1 ;;
     *) echo "unknown stage $stage"; status=2 ;;
   esac
 done

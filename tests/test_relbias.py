@@ -176,3 +176,34 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     a = relbias_attention(q, k, v, fast_interior=False, **kw)
     b = relbias_attention(q, k, v, fast_interior=True, **kw)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("opts", [dict(heavy_first=True), dict(block_m=32, block_n=16, num_warps=4, num_stages=3),
+                                  dict(block_m=128, block_n=64, num_warps=8, heavy_first=True, fast_interior=True),
+                                  dict(block_n=16, num_stages=1, ctas_per_sm=4)])
+def test_tuning_options_give_the_oracles_answer(opts, device):
+    """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
+    answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode
+    kernel on decode, verify and paged shapes."""
+    for case_id in ("relbias-prefill-s113", "relbias-chunked-q37-k203", "relbias-varlen-mixed3",
+                    "relbias-decode-b3-k203", "relbias-verify-t4-k203", "relbias-paged-bs16-decode"):
+        inp = _inp(case_id, device)
+        out, lse = relbias_kernel_call(inp, **opts)
+        ref, ref_lse = relbias_oracle(inp)
+        base, base_lse = relbias_baseline(inp)
+        assert unwritten(out) == 0
+        c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+        assert c.ok, (case_id, c.reason)
+
+
+def test_tuning_options_are_checked(device, monkeypatch):
+    inp = _inp("relbias-decode-b3-k203", device)
+    with pytest.raises(ValueError, match="block_n"):
+        relbias_kernel_call(inp, block_n=48)
+    with pytest.raises(ValueError, match="num_warps"):
+        relbias_kernel_call(inp, num_warps=2)
+    monkeypatch.setenv("ATTNKIT_RELBIAS_STAGES", "03")
+    with pytest.raises(ValueError, match="ATTNKIT_RELBIAS_STAGES"):
+        relbias_kernel_call(inp)
+    monkeypatch.setenv("ATTNKIT_RELBIAS_STAGES", "3")
+    relbias_kernel_call(inp)  # accepted

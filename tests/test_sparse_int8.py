@@ -35,15 +35,21 @@ def test_split_plan_is_a_pure_function():
     assert plan(8, 2, 12, 2048, 132, None, 256, 16, 4).block_n == 16 and plan(8, 2, 12, 2048, 132, None, 256, 16, 4).num_warps == 4
     with pytest.raises(ValueError, match="block_n"):
         plan(8, 2, 12, 2048, 132, None, 256, 48)
+    # the split target: two programs per SM double the decode splits, and a 66-row chunk splits again
+    assert plan(1, 2, 12, 2048, 132, None, 256, ctas_per_sm=2).num_splits == 64  # capped at the tile count
+    assert plan(1, 2, 12, 8192, 132, None, 256, ctas_per_sm=2).num_splits == 128  # 256 tiles, 2 per split
+    assert plan(1, 2, 12, 8192, 132, None, 256).num_splits == 64  # one program per SM: 4 per split
+    assert not plan(66, 2, 12, 2048, 132, None, 256, ctas_per_sm=2).direct
 
 
-@pytest.mark.parametrize("tps,prefetch,bn,warps", [(1, True, None, None), (2, True, None, None), (3, True, None, None),
-                                                    (64, True, None, None), (3, False, None, None),
-                                                    (64, False, None, None), (None, False, 16, 4), (2, False, 16, 8)])
-def test_forced_tiles_per_split_with_empty_splits(tps, prefetch, bn, warps, device):
+@pytest.mark.parametrize("tps,prefetch,bn,warps,extra", [
+    (1, True, None, None, {}), (2, True, None, None, {}), (3, True, None, None, {}), (64, True, None, None, {}),
+    (3, False, None, None, {}), (64, False, None, None, {}), (None, False, 16, 4, {}), (2, False, 16, 8, {}),
+    (None, False, 16, 4, dict(num_stages=3, ctas_per_sm=3)), (None, False, None, None, dict(num_stages=1))])
+def test_forced_tiles_per_split_with_empty_splits(tps, prefetch, bn, warps, extra, device):
     i = _inp(device)
     out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, prefetch=prefetch, block_n=bn,
-                                     num_warps=warps)
+                                     num_warps=warps, **extra)
     ref, ref_lse = sparse_int8_ref(*_args(i), scale=i["scale"])
     base, base_lse = sparse_int8_baseline(i)
     assert unwritten(out) == 0
@@ -96,6 +102,10 @@ def test_options_from_the_environment(device, monkeypatch):
     monkeypatch.setenv("ATTNKIT_SPARSE_INT8_TILES_PER_SPLIT", "1")
     sparse_int8_attention(*_args(i))  # accepted
     sparse_int8_attention(*_args(i), tiles_per_split=2)  # the argument wins
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_STAGES", "5")
+    with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_STAGES"):
+        sparse_int8_attention(*_args(i))
+    monkeypatch.delenv("ATTNKIT_SPARSE_INT8_STAGES")
     monkeypatch.setenv("ATTNKIT_SPARSE_INT8_PV_SPLIT", "true")
     with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_PV_SPLIT"):
         sparse_int8_attention(*_args(i))

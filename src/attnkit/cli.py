@@ -145,6 +145,8 @@ def main(argv=None) -> int:
     b.add_argument("--case", action="append", help="case id (repeatable; default: the family's bench cases)")
     b.add_argument("--provider", action="append", help="provider name (repeatable; default: all)")
     b.add_argument("--rounds", type=int, default=15, help="alternating rounds per case (default 15)")
+    b.add_argument("--sweep", help="time a named grid of option settings (attnkit.bench.sweeps) instead of the "
+                                    "providers; default cases: the grid's")
     b.add_argument("--warm-l2", action="store_true", help="time on one input set (warm L2; reported as such)")
     b.add_argument("--out", help="artifact path (default benchmarks/results/<family>-<gpu>-<date>.json)")
     b.set_defaults(fn=cmd_bench)

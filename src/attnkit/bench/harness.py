@@ -188,8 +188,18 @@ def format_rows(rows) -> str:
 
 def run_bench(args) -> int:
     fam = args.family
-    provs = providers(fam, args.provider)
-    cs = [shapes.get(c) for c in args.case] if args.case else shapes.cases(fam, tier=shapes.BENCH)
+    sweep = getattr(args, "sweep", None)
+    if sweep:
+        from .sweeps import SWEEPS, sweep_providers
+        provs = sweep_providers(sweep)
+        if SWEEPS[sweep].family != fam:
+            raise ValueError(f"--sweep {sweep} belongs to family {SWEEPS[sweep].family}, not {fam}")
+        if args.provider:
+            provs = [p for p in provs if p.name in args.provider]
+        cs = [shapes.get(c) for c in (args.case or SWEEPS[sweep].cases)]
+    else:
+        provs = providers(fam, args.provider)
+        cs = [shapes.get(c) for c in args.case] if args.case else shapes.cases(fam, tier=shapes.BENCH)
     if not cs:
         print(f"no bench cases registered for {fam}", file=sys.stderr)
         return 2
@@ -202,6 +212,7 @@ def run_bench(args) -> int:
     out = Path(args.out) if args.out else Path("benchmarks/results") / f"{fam}-{gpu}-{env['time_utc'][:10]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     repro = f"attnkit bench --family {fam} --rounds {args.rounds}" + (" --warm-l2" if args.warm_l2 else "")
+    repro += f" --sweep {sweep}" if sweep else ""
     repro += "".join(f" --case {c.id}" for c in (cs if args.case else []))
     repro += "".join(f" --provider {p}" for p in (args.provider or []))
     rows = []

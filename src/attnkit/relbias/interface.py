@@ -10,7 +10,8 @@ import triton
 
 from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
-from .config import BLOCK_SIZES, FAST_INTERIOR, MAX_EXTENT, SUPPORTED_HEAD_DIMS, decode_plan, fwd_config, use_decode
+from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
+                     STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, decode_plan, fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0}
@@ -118,7 +119,8 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
                       block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
-                      validate=True, out=None, lse=None, fast_interior=None, _perturb=None, _force=None):
+                      validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
+                      block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 16 query tokens per sequence go to the split-K decode kernel
@@ -127,7 +129,14 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     a device sync, e.g. under CUDA-graph capture together with ``validate=False`` and caller-owned
     ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule. ``fast_interior`` (else
     ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles, off until timed.
+    Tuning options (each also an ``ATTNKIT_RELBIAS_...`` variable; default: the rules in
+    ``attnkit.relbias.config``): ``heavy_first``, ``block_m``, ``block_n``, ``num_warps``, ``num_stages``,
+    ``ctas_per_sm`` (the decode split rule's target).
     """
+    tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
+                num_stages=STAGES_OPT.resolve(num_stages))
+    bm_opt, ctas_opt = BLOCK_M_OPT.resolve(block_m), CTAS_OPT.resolve(ctas_per_sm)
+    fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
@@ -158,9 +167,10 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
-                scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb)
+                scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
+                dict(tune, ctas_per_sm=ctas_opt))
         return out, lse
-    cfg = fwd_config(D, max_seqlen_q, q.device.type)
+    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, **tune)
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     relbias_fwd_kernel[grid](
@@ -173,18 +183,19 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
-        FAST_INTERIOR=FAST_INTERIOR.resolve(fast_interior), num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        FAST_INTERIOR=fast, HEAVY_FIRST=heavy, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
 
 
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
-            paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb):
+            paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
-    plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits)
+    plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
+                       **tune)
     R = total_q * Hq
     m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)

@@ -14,7 +14,8 @@ Bias       per tile, from the strip of BLOCK_M + BLOCK_N - 1 distances it touche
            contiguous strip); a tile lying wholly beyond the extent takes the constant tail without
            any lookup; tiles outside the causal / window masks are never visited. FAST_INTERIOR: an
            interior tile (every key visible to every row, distances all inside the table or all beyond)
-           skips the masks and the clamp.
+           skips the masks and the clamp. HEAVY_FIRST: the grid's first programs take each sequence's
+           last query blocks (scheduling only; the same bits).
 Dispatch   attnkit.relbias.interface.relbias_attention (config: attnkit.relbias.config.fwd_config).
 Oracle     attnkit.reference.relbias; gate "relbias/triton_fwd", tests/test_relbias.py.
 DOT_F32    set under Triton's interpreter, whose tl.dot multiplies bf16 operands' raw bit patterns
@@ -90,8 +91,12 @@ def relbias_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
+    HEAVY_FIRST: tl.constexpr = False,
 ):
-    pid_m = tl.program_id(0)
+    if HEAVY_FIRST:  # the last query blocks see the most keys: launch them first (a shorter tail)
+        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
     b = tl.program_id(1)
     h = tl.program_id(2)
     if PERTURB == 4:

@@ -33,6 +33,10 @@ BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_SPARSE_INT8_BLOCK_N", None, 16, 64,
                         "candidates per tile (16, 32 or 64); default: the plan's rule (64, 32 at D = 256)")
 WARPS_OPT = IntOption("num_warps", "ATTNKIT_SPARSE_INT8_WARPS", None, 4, 8,
                       "warps per program (4 or 8); default: the plan's rule (8 from D = 128 up)")
+CTAS_OPT = IntOption("ctas_per_sm", "ATTNKIT_SPARSE_INT8_CTAS_PER_SM", None, 1, 16,
+                     "split rule: programs per SM the splits aim for; default: SPLIT_TARGET_CTAS_PER_SM")
+STAGES_OPT = IntOption("num_stages", "ATTNKIT_SPARSE_INT8_STAGES", 2, 1, 4,
+                       "software-pipeline stages of the candidate-tile loop (Triton's num_stages)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -48,7 +52,7 @@ class Plan:
 
 
 def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None, head_dim: int = 256,
-         block_n: int | None = None, num_warps: int | None = None) -> Plan:
+         block_n: int | None = None, num_warps: int | None = None, ctas_per_sm: int | None = None) -> Plan:
     """A pure function of shapes and device. Warps: 8 from D = 128 up (sm_90 cubins spill 80 / 232 bytes
     per thread with 4 warps at D = 128 / 256, 0 / 112 with 8; compile_check, not yet timed).
     Left for the next timed sweep (block_n / num_warps options, benchmark providers attnkit_w4_bn16 and
@@ -67,10 +71,11 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     tiles = max(1, -(-n // block_n))
     # direct (one split, the kernel writes the output) once the rows alone fill the GPU; fewer rows than that
     # (decode, and short prefill chunks) split their candidates so that the programs do
-    if tiles_per_split is None and T > DECODE_MAX_ROWS and T * hkv >= SPLIT_TARGET_CTAS_PER_SM * sm_count:
+    target = ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM
+    if tiles_per_split is None and T > DECODE_MAX_ROWS and T * hkv >= target * sm_count:
         return Plan(1, tiles * block_n, block_r, block_n, True, warps)
     if tiles_per_split is None:
-        want = -(-(SPLIT_TARGET_CTAS_PER_SM * sm_count) // max(1, T * hkv))
+        want = -(-(target * sm_count) // max(1, T * hkv))
         splits = max(1, min(want, tiles))
         tiles_per_split = -(-tiles // splits)
     splits = -(-tiles // tiles_per_split)

@@ -8,7 +8,8 @@ import math
 import torch
 
 from .._runtime import check_device, interpreting, require
-from .config import BLOCK_N_OPT, MAX_GROUP, PREFETCH, PV_SPLIT, WARPS_OPT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT, VALIDATE, plan
+from .config import (BLOCK_N_OPT, CTAS_OPT, MAX_GROUP, PREFETCH, PV_SPLIT, STAGES_OPT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT,
+                     VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
 
@@ -46,14 +47,16 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
-                          pv_split=None, prefetch=None, block_n=None, num_warps=None, validate=None, out=None, lse=None,
-                          _perturb=None):
+                          pv_split=None, prefetch=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, validate=None,
+                          out=None, lse=None, _perturb=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
     Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
     ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
+    ``num_stages`` (Triton's software-pipeline stages of the tile loop, default 2), ``ctas_per_sm`` (the split
+    rule's target of programs per SM),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
@@ -61,6 +64,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     pf = PREFETCH.resolve(prefetch)
     bn_opt = BLOCK_N_OPT.resolve(block_n)
     warps_opt = WARPS_OPT.resolve(num_warps)
+    stages = STAGES_OPT.resolve(num_stages)
+    ctas = CTAS_OPT.resolve(ctas_per_sm)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     T, Hq, D = q.shape
@@ -86,7 +91,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     mant, exp = math.frexp(sc)  # sc = mant * 2^exp, mant in [0.5, 1): pass mant * 2, exp - 1
     mant, exp = (2 * mant, exp - 1) if sc > 0 else (0.0, 0)
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
-    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt)
+    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas)
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -103,7 +108,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps, num_stages=2,
+        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps,
+        num_stages=stages,
     )
     if not p.direct:
         from .. import splitk

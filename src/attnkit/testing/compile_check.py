@@ -134,8 +134,13 @@ def compile_all(arch: int = 90, names=None, log=print):
                 sig[a] = ptrs[a]
             else:
                 sig[a] = "fp32" if a in FLOATS else "i32"
+        # what the launcher specializes at run time: 16-byte-aligned pointers and strides that are multiples
+        # of 16 carry tt.divisibility = 16 (without it loads do not vectorize and the software pipeliner
+        # does not issue async copies, so registers, spills and shared memory would not be the launched ones)
+        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+                 if a not in constexprs and (a in ptrs or a.startswith("stride"))}
         t0 = time.time()
-        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs),
+        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                            target=GPUTarget("cuda", arch, 32), options=options)
         md = k.metadata
         rec = dict(name=name, seconds=round(time.time() - t0, 1), num_warps=md.num_warps,

@@ -1,0 +1,80 @@
+"""Launch-rule sweeps: named grids of option settings, each timed as its own provider in one run.
+
+``attnkit bench --family F --sweep NAME`` times every setting of the grid on the grid's cases in the same
+process, alternating, so the paired ratios between settings come from one run (the harness's method).
+A provider is named ``attnkit[label]``; its ``what`` lists the keyword arguments it passes. The launch
+rules in each family's ``config.py`` cite the artifacts these runs write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .providers import Provider, _relbias_ours, _sparse_ours
+
+
+@dataclass(frozen=True)
+class Sweep:
+    family: str
+    what: str
+    cases: tuple
+    settings: tuple  # (label, kwargs)
+
+
+_RB_FWD_CASES = ("relbias-model-prefill-8k-global", "relbias-model-prefill-8k-w1024", "relbias-model-varlen-mixed",
+                 "relbias-model-verify32-64k")
+_RB_DEC_CASES = ("relbias-model-decode-b1-64k", "relbias-model-decode-b32-8k", "relbias-model-decode-b32-64k",
+                 "relbias-model-paged-decode-b32-8k-bs16", "relbias-model-paged-decode-b32-8k-bs64",
+                 "relbias-model-fp8-decode-b32-8k")
+_SP_CASES = ("sparse_int8-model-decode-r1-c32k", "sparse_int8-model-decode-r8-c32k", "sparse_int8-model-prefill-r128-c8k",
+             "sparse_int8-model-prefill-r2048-c8k")
+_FH = dict(fast_interior=True, heavy_first=True)
+
+SWEEPS: dict[str, Sweep] = {
+    "relbias-fwd": Sweep("relbias", "forward kernel: tile, warps, stages, interior tiles, launch order", _RB_FWD_CASES, (
+        ("rule", {}),
+        ("interior", dict(fast_interior=True)),
+        ("interior+heavy", _FH),
+        ("bm128", dict(block_m=128, **_FH)),
+        ("bm128-s3", dict(block_m=128, num_stages=3, **_FH)),
+        ("bm128-bn32-s3", dict(block_m=128, block_n=32, num_stages=3, **_FH)),
+        ("bn128", dict(block_n=128, **_FH)),
+        ("s3", dict(num_stages=3, **_FH)),
+        ("w4-s3", dict(num_warps=4, num_stages=3, **_FH)),
+    )),
+    "relbias-decode": Sweep("relbias", "split-K decode kernel: tile, warps, stages, split target", _RB_DEC_CASES, (
+        ("rule", {}),
+        ("w4", dict(num_warps=4)),
+        ("w4-s3", dict(num_warps=4, num_stages=3)),
+        ("w4-s4", dict(num_warps=4, num_stages=4)),
+        ("w4-s3-c4", dict(num_warps=4, num_stages=3, ctas_per_sm=4)),
+        ("w4-s3-c1", dict(num_warps=4, num_stages=3, ctas_per_sm=1)),
+        ("s3", dict(num_stages=3)),
+        ("bn128-s3", dict(block_n=128, num_stages=3)),
+        ("bn32-w4-s4-c4", dict(block_n=32, num_warps=4, num_stages=4, ctas_per_sm=4)),
+    )),
+    "sparse_int8-tile": Sweep("sparse_int8", "tile, warps, stages and the split target", _SP_CASES, (
+        ("rule", {}),
+        ("s1", dict(num_stages=1)),
+        ("s3", dict(num_stages=3)),
+        ("w4-bn16", dict(num_warps=4, block_n=16)),
+        ("w4-bn16-s3", dict(num_warps=4, block_n=16, num_stages=3)),
+        ("w4-bn16-c2", dict(num_warps=4, block_n=16, ctas_per_sm=2)),
+        ("w4-bn16-s3-c3", dict(num_warps=4, block_n=16, num_stages=3, ctas_per_sm=3)),
+        ("c2", dict(ctas_per_sm=2)),
+    )),
+}
+
+_CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours}
+
+
+def sweep_providers(name: str) -> list[Provider]:
+    if name not in SWEEPS:
+        raise ValueError(f"unknown sweep {name!r}; known: {sorted(SWEEPS)}")
+    sw = SWEEPS[name]
+    call = _CALL[sw.family]
+    out = []
+    for label, kw in sw.settings:
+        what = "attnkit with " + (", ".join(f"{k}={v}" for k, v in kw.items()) or "the launch rules' defaults")
+        out.append(Provider(f"attnkit[{label}]", sw.family, "ours", what, lambda inp, kw=kw: call(inp, **kw)))
+    return out
