@@ -42,6 +42,19 @@ SWEEPS: dict[str, Sweep] = {
         ("s3", dict(num_stages=3, **_FH)),
         ("w4-s3", dict(num_warps=4, num_stages=3, **_FH)),
     )),
+    "relbias-fwd-w4": Sweep("relbias", "forward kernel, second round: 4 warps (the first artifacts' setting) against "
+                            "the first round's best; diag-* settings compute wrong results by design (what the bias "
+                            "costs)", _RB_FWD_CASES, (
+        ("w4", dict(num_warps=4)),
+        ("w4-interior", dict(num_warps=4, fast_interior=True)),
+        ("w4-interior-heavy", dict(num_warps=4, **_FH)),
+        ("w4-bn32", dict(num_warps=4, block_n=32, **_FH)),
+        ("w4-bm32", dict(num_warps=4, block_m=32, **_FH)),
+        ("bn128", dict(block_n=128, **_FH)),
+        ("bn128-s3", dict(block_n=128, num_stages=3, **_FH)),
+        ("diag-w4-nobias", dict(num_warps=4, _perturb="bias-dropped", **_FH)),
+        ("diag-bn128-nobias", dict(block_n=128, _perturb="bias-dropped", **_FH)),
+    )),
     "relbias-decode": Sweep("relbias", "split-K decode kernel: tile, warps, stages, split target", _RB_DEC_CASES, (
         ("rule", {}),
         ("w4", dict(num_warps=4)),
@@ -53,6 +66,17 @@ SWEEPS: dict[str, Sweep] = {
         ("bn128-s3", dict(block_n=128, num_stages=3)),
         ("bn32-w4-s4-c4", dict(block_n=32, num_warps=4, num_stages=4, ctas_per_sm=4)),
     )),
+    "relbias-decode-w4": Sweep("relbias", "split-K decode kernel, second round: 4 warps, stages x split target",
+                               _RB_DEC_CASES, (
+        ("w4-s2-c2", dict(num_warps=4, num_stages=2, ctas_per_sm=2)),
+        ("w4-s2-c4", dict(num_warps=4, num_stages=2, ctas_per_sm=4)),
+        ("w4-s3-c2", dict(num_warps=4, num_stages=3, ctas_per_sm=2)),
+        ("w4-s3-c3", dict(num_warps=4, num_stages=3, ctas_per_sm=3)),
+        ("w4-s3-c4", dict(num_warps=4, num_stages=3, ctas_per_sm=4)),
+        ("w4-s3-c8", dict(num_warps=4, num_stages=3, ctas_per_sm=8)),
+        ("w4-s4-c3", dict(num_warps=4, num_stages=4, ctas_per_sm=3)),
+        ("w4-s4-c4", dict(num_warps=4, num_stages=4, ctas_per_sm=4)),
+    )),
     "sparse_int8-tile": Sweep("sparse_int8", "tile, warps, stages and the split target", _SP_CASES, (
         ("rule", {}),
         ("s1", dict(num_stages=1)),
@@ -62,6 +86,16 @@ SWEEPS: dict[str, Sweep] = {
         ("w4-bn16-c2", dict(num_warps=4, block_n=16, ctas_per_sm=2)),
         ("w4-bn16-s3-c3", dict(num_warps=4, block_n=16, num_stages=3, ctas_per_sm=3)),
         ("c2", dict(ctas_per_sm=2)),
+    )),
+    "sparse_int8-tile-2": Sweep("sparse_int8", "second round: tiles of 16 and 32 candidates at 4 and 8 warps", _SP_CASES, (
+        ("rule", {}),
+        ("s3", dict(num_stages=3)),
+        ("w4-bn16", dict(num_warps=4, block_n=16)),
+        ("w4-bn16-s1", dict(num_warps=4, block_n=16, num_stages=1)),
+        ("w4-bn32", dict(num_warps=4, block_n=32)),
+        ("w4-bn32-s3", dict(num_warps=4, block_n=32, num_stages=3)),
+        ("w8-bn16", dict(num_warps=8, block_n=16)),
+        ("w8-bn16-s3", dict(num_warps=8, block_n=16, num_stages=3)),
     )),
 }
 
