@@ -46,9 +46,13 @@ def test_headpad_bad_input(device):
 
 def test_dispatch_rule_pure_function():
     from attnkit.mqa_decode.config import use_swapab
-    assert not use_swapab(1, 16)  # measured: swap-AB never wins (config.SWAPAB_T_CUTOFF), nothing goes to it
-    assert use_swapab(8, 16, cutoff=16) and use_swapab(16, 32, cutoff=16)
-    assert not use_swapab(17, 16, cutoff=16) and not use_swapab(1, 64, cutoff=16) and not use_swapab(1, 8, cutoff=16)
+    # as measured (config.SWAPAB_T_CUTOFF): swap-AB for fp8 records at 16 / 32 heads, head-padded for nvfp4
+    assert use_swapab(1, 16, "fp8") and use_swapab(64, 32, "fp8") and not use_swapab(1, 64, "fp8")
+    assert not use_swapab(1, 16, "nvfp4") and not use_swapab(1, 32, "nvfp4")
+    cut = {"fp8": 16, "nvfp4": 4}
+    assert use_swapab(8, 16, "fp8", cut) and use_swapab(16, 32, "fp8", cut) and use_swapab(4, 16, "nvfp4", cut)
+    assert not use_swapab(17, 16, "fp8", cut) and not use_swapab(5, 32, "nvfp4", cut)
+    assert not use_swapab(1, 64, "fp8", cut) and not use_swapab(1, 8, "fp8", cut)
 
 
 def test_swapab_agrees_with_headpad_and_rejects_other_heads(device):

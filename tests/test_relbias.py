@@ -125,9 +125,18 @@ def test_relbias_custom_ops(device):
 def test_dispatch_rule_is_a_pure_function_of_shapes():
     from attnkit.relbias.config import decode_plan, use_decode
     assert use_decode(1, 8) and use_decode(16, 8) and not use_decode(17, 1) and not use_decode(16, 16)
-    p = decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda")
-    assert p.block_r == 16 and p.num_splits == 33 and p.keys_per_split * p.num_splits >= 65536
-    assert decode_plan(32, 8, 8, 128, 1, 65536, 132, "cuda").num_splits == 2
+    p = decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda")  # 4 programs per SM: 528 over 8 KV heads
+    assert p.block_r == 16 and p.num_splits == 66 and p.keys_per_split * p.num_splits >= 65536
+    assert p.num_warps == 4 and p.num_stages == 3
+    assert decode_plan(32, 8, 8, 128, 1, 65536, 132, "cuda").num_splits == 3
+    pp = decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True)  # paged: 2 per SM, 2 stages
+    assert pp.num_splits == 2 and pp.num_stages == 2
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).num_splits == 2  # fp8: 3 per SM
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", ctas_per_sm=8).num_splits == 5  # the option wins
+    from attnkit.relbias.config import fwd_config
+    assert fwd_config(128, 8192, "cuda") == fwd_config(128, 33, "cuda") and fwd_config(128, 33, "cuda").block_m == 64
+    assert fwd_config(128, 32, "cuda").block_m == 32 and fwd_config(128, 16, "cuda").block_m == 16
+    assert fwd_config(128, 8192, "cuda").num_warps == 4 and fwd_config(256, 8192, "cuda").num_warps == 8
     assert decode_plan(1, 1, 1, 64, 1, 10, 132, "cuda").num_splits == 1  # never more splits than tiles
     assert decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda", num_splits=5).num_splits == 5
 

@@ -35,6 +35,11 @@ def test_split_plan_is_a_pure_function():
     assert plan(8, 2, 12, 2048, 132, None, 256, 16, 4).block_n == 16 and plan(8, 2, 12, 2048, 132, None, 256, 16, 4).num_warps == 4
     with pytest.raises(ValueError, match="block_n"):
         plan(8, 2, 12, 2048, 132, None, 256, 48)
+    # the timed D = 256 tile rule: prefill 4 warps, decode 8 warps below 8 rows, 4 warps and 3 stages from 8
+    assert plan(2048, 2, 12, 2048, 132, None, 256).num_warps == 4 and plan(2048, 2, 12, 2048, 132, None, 256).direct
+    assert (plan(1, 2, 12, 2048, 132, None, 256).num_warps, plan(1, 2, 12, 2048, 132, None, 256).num_stages) == (8, 2)
+    assert (plan(8, 2, 12, 2048, 132, None, 256).num_warps, plan(8, 2, 12, 2048, 132, None, 256).num_stages) == (4, 3)
+    assert plan(8, 2, 12, 2048, 132, None, 256, num_warps=8, num_stages=1).num_stages == 1  # options win
     # the split target: two programs per SM double the decode splits, and a 66-row chunk splits again
     assert plan(1, 2, 12, 2048, 132, None, 256, ctas_per_sm=2).num_splits == 64  # capped at the tile count
     assert plan(1, 2, 12, 8192, 132, None, 256, ctas_per_sm=2).num_splits == 128  # 256 tiles, 2 per split

@@ -179,7 +179,8 @@ def format_rows(rows) -> str:
     out = [f"{'case':38s} {'provider':20s} {'median_us':>10s} {'p20-p80':>17s} {'%floor':>7s}"]
     for r in rows:
         if r["status"] != "ok":
-            out.append(f"{r['case']:38s} {r['provider']:20s} {'FAILED':>10s} {r['error'][:60]}")
+            st = "n/a" if r["status"] == "n/a" else "FAILED"
+            out.append(f"{r['case']:38s} {r['provider']:20s} {st:>10s} {r['error'][:60]}")
         else:
             out.append(f"{r['case']:38s} {r['provider']:20s} {r['median_us']:10.1f} "
                        f"{r['p20_us']:8.1f}-{r['p80_us']:<8.1f} {r['pct_of_floor']:6.1f}%")

@@ -35,10 +35,6 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "attnkit.relbias.relbias_attention as dispatched (forward kernel; split-K decode kernel + merge "
                  "for up to 16 query tokens)",
                  lambda inp: _relbias_ours(inp)),
-        Provider("attnkit_fwd_interior", "relbias", "ours",
-                 "the same with the forward kernel's mask-free interior tiles (fast_interior; decode unchanged)",
-                 lambda inp: _relbias_ours(inp, fast_interior=True),
-                 applies=lambda c: max(c["seqlens_q"]) > 16),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
                  "paged / fp8 KV gathered and dequantized per step",
@@ -59,10 +55,6 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "(validation off in the timed call)", lambda inp: _sparse_ours(inp)),
         Provider("attnkit_bf16_cache", "sparse_int8", "floor", "the same attnkit kernel over a bf16 cache (the "
                  "int8 codes held in bf16): what an INT8 cache buys", lambda inp: _sparse_ours(inp, bf16_cache=True)),
-        Provider("attnkit_w4_bn16", "sparse_int8", "ours", "the attnkit kernel with 4 warps and 16-candidate tiles "
-                 "(two programs per SM; the tile sweep)", lambda inp: _sparse_ours(inp, num_warps=4, block_n=16)),
-        Provider("attnkit_w8_bn16", "sparse_int8", "ours", "the attnkit kernel with 8 warps and 16-candidate tiles "
-                 "(the tile sweep)", lambda inp: _sparse_ours(inp, num_warps=8, block_n=16)),
         Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
                  lambda inp: peers.sparse_int8_torch(inp)),
     ],

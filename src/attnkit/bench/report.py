@@ -95,7 +95,6 @@ KEY_RATIOS = {
     "mqa_decode": (("attnkit_headpad", "attnkit_swapab", "head-padded ÷ swap-AB, attention (paired)"),
                    ("attnkit_step_headpad", "attnkit_step_swapab", "head-padded ÷ swap-AB, step (paired)")),
     "sparse_int8": (("attnkit", "attnkit_bf16_cache", "INT8 ÷ bf16 cache (paired)"),),
-    "relbias": (("attnkit_fwd", "attnkit_fwd_interior", "masked ÷ interior tiles (paired)"),),
 }
 
 

@@ -74,18 +74,21 @@ def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | 
 
 
 SWAPAB_HEADS = (16, 32)
-# The largest T at which swap-AB beats head-padded for both head counts and both formats. Measured on the H200
-# at e3c66a8 (benchmarks/results/mqa_decode-h200-2026-11-30.json): head-padded / swap-AB paired ratios 0.74 to
-# 0.95 at every H in {16, 32}, T in 1 .. 64 and both formats, i.e. swap-AB never wins, so there is no cutoff
-# and the dispatch sends nothing to it (kernel="swapab" still selects it). At 421a469 (before e3c66a8's e4m3
-# decode by bits, reverted since because it made swap-AB spill, and before the 512-dim head-padded programs) it
-# had won for fp8 by 1.1 to 1.7x and lost for nvfp4 at 32 heads: the cutoff must be measured again.
-SWAPAB_T_CUTOFF: int | None = None
+# Cutoffs per compressed-record format: the largest T at which swap-AB beats head-padded for both head counts
+# (None: it wins at no T). Measured on the H200 at fc58304 (benchmarks/sweeps/h200-fc58304/
+# mqa_decode-headpad-swapab.json, paired ratios head-padded / swap-AB, attention only, T 1..64):
+#   fp8:   16 heads 1.30 to 1.43, 32 heads 1.22 to 1.33 at every T: swap-AB wins everywhere -> 64;
+#   nvfp4: 32 heads 0.77 to 0.90 at every T (it loses already at T = 1), 16 heads 0.99 / 1.01 / 1.01 at
+#          T = 1 / 2 / 4 (a tie) and 0.82 to 0.93 above -> None.
+# The single cutoff over both formats (the largest T where it wins for both head counts and both formats)
+# is therefore none; taking the format into account sends every fp8 step of 16 or 32 heads to swap-AB.
+SWAPAB_T_CUTOFF: dict[str, int | None] = {"fp8": 64, "nvfp4": None}
 
 
-def use_swapab(T: int, H: int, cutoff: int | None = SWAPAB_T_CUTOFF) -> bool:
-    """The dispatch rule: a pure function of shapes (and the measured cutoff)."""
-    return H in SWAPAB_HEADS and cutoff is not None and T <= cutoff
+def use_swapab(T: int, H: int, comp_format: str = "fp8", cutoff: dict | None = None) -> bool:
+    """The dispatch rule: a pure function of shapes and record format (and the measured cutoffs)."""
+    c = (SWAPAB_T_CUTOFF if cutoff is None else cutoff).get(comp_format)
+    return H in SWAPAB_HEADS and c is not None and T <= c
 
 
 @dataclass(frozen=True)

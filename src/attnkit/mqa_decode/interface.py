@@ -120,7 +120,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     from .config import DIAG_ABLATE, SWAPAB_HEADS, headpad_plan, swapab_plan, use_swapab
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     if kernel is None:
-        kernel = "swapab" if use_swapab(T, H) else "headpad"
+        kernel = "swapab" if use_swapab(T, H, comp_format) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
@@ -205,7 +205,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 132
     need = 0
     for T in range(1, max_tokens + 1):
-        k = kernel or ("swapab" if use_swapab(T, num_heads) else "headpad")
+        k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format) else "headpad")
         plan = (swapab_plan if k == "swapab" else headpad_plan)(T, num_heads, window + topk, sm, None, dev.type)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)

@@ -1,15 +1,25 @@
 """Launch rules of the relbias kernels, as data: a pure function of shapes and device.
 
-Evidence so far:
-- Timing (H200): the first artifacts (`benchmarks/results/relbias-h200-2026-11-29-fwd.json`,
-  `-decode.json`) ran 64 x 64 tiles (64 x 32 for D = 256) with 4 warps and 2 stages.
-- Registers (sm_90 cubins from `python -m attnkit.testing.compile_check`, ptxas, no GPU): with 4 warps the
-  forward kernel spills 968 bytes per thread at D = 128 (the bias tile's addresses and masks are live
-  next to the accumulator) and the paged fp8 decode kernel 1248; with 8 warps 24 and 0. So 8 warps
-  from D = 128 up; predicted to help the prefill rows most (they ran at 21% of the FLOP floor),
-  not yet timed. Left for the timed sweep: the paged forward kernel at D = 128 still spills 272 bytes
-  (0 with BLOCK_N = 32), and D = 256 864 (232 with BLOCK_M = 32); each further change to this table
-  must cite the artifact that justified it.
+Evidence (H200, model shapes Hq 64, Hkv 8, D 128, E 8192; medians in us, one run per artifact, every
+setting of a grid timed alternating in that run):
+- Forward kernel, `benchmarks/sweeps/h200-3c4a162/sweep-relbias-fwd.json` and
+  `benchmarks/sweeps/h200-fc58304/sweep-relbias-fwd-w4.json`. Prefill 8K global / 8K window 1024 / varlen
+  mixed / 32 tokens against 64K:
+    8 warps 64 x 64 (the previous rule, never timed before):  10938 / 2897 / 4335 / 2731
+    4 warps 64 x 64:                                           6646 / 1668 / 2681 / 2310
+    4 warps 64 x 64, interior tiles, heavy first (the rule):   5851 / 1551 / 2426 / 2745
+    4 warps 32 x 64, interior tiles, heavy first:              8566 / 2299 / 3456 / 1882  (the rule up to 32 rows)
+    4 warps 64 x 32 / 8 warps 64 x 128 (2 or 3 stages) / 8 warps 128 x 64: slower on the prefill rows.
+  The bias-free diagnostic (wrong results by design) of the 4-warp rule runs 2631 / 734 / 1207: the bias
+  lookups cost more than half of the prefill time. D = 64 and 256 were not swept (4 and 8 warps kept).
+- Decode kernel, `benchmarks/sweeps/h200-3c4a162/sweep-relbias-decode.json` and
+  `benchmarks/sweeps/h200-fc58304/sweep-relbias-decode-w4.json`. Decode b1 64K / b32 8K / b32 64K / paged
+  bs16 / paged bs64 / fp8 b32 8K:
+    8 warps, 2 stages, 2 programs per SM (the previous rule):  137.5 / 515 / 2798 / 475 / 467 / 413
+    4 warps, 3 stages, 4 per SM (the contiguous bf16 rule):    95.0 / 263 / 2071 / 395 / 389 / 299
+    4 warps, 2 stages, 2 per SM (the paged rule):               88.1 / 407 / 2583 / 339 / 336 / 295
+    4 warps, 3 stages, 3 per SM (the fp8 rule):                 -    / 331 / 2328 / 350 / 348 / 286
+  (the first column's 88.1 and best of 86.9 at 8 per SM are left: one rule serves the contiguous rows).
 """
 
 from __future__ import annotations
@@ -61,19 +71,20 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
     smallest tile tl.dot accepts, instead of padding one token to 64 rows. Explicit values (the options)
     beat the rule."""
-    bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 64)
+    bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32 else 64)
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
     if bn is None:
         bn = 32 if head_dim == 256 else 64
         if device_type != "cuda":  # the interpreter: smaller tiles run faster on a CPU
             bn = min(bn, 32)
-    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 128 else 4)
+    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=num_stages or 2)
 
 
 DECODE_MAX_Q = 16  # query tokens per sequence up to which the split-K decode kernel serves
 DECODE_MAX_ROWS = 128  # packed rows (tokens x query heads per KV head) of one decode tile
-SPLIT_TARGET_CTAS_PER_SM = 2  # split rule: about two resident CTAs per SM (one wave); not yet swept
+SPLIT_TARGET_CTAS_PER_SM = 4  # split rule: programs per SM the splits aim for (contiguous bf16 / fp16 caches)
+PAGED_CTAS_PER_SM, FP8_CTAS_PER_SM = 2, 3  # paged caches; contiguous fp8 caches (the sweeps above)
 
 
 @dataclass(frozen=True)
@@ -94,16 +105,17 @@ def use_decode(max_seqlen_q: int, group: int) -> bool:
 def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: int, max_seqlen_k: int,
                 sm_count: int, device_type: str, num_splits: int | None = None, block_n: int | None = None,
                 num_warps: int | None = None, num_stages: int | None = None,
-                ctas_per_sm: int | None = None) -> DecodePlan:
+                ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it."""
     rows = max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length())
     bn = _pow2("block_n", block_n, (16, 32, 64, 128)) or (32 if (head_dim == 256 or device_type != "cuda") else 64)
     tiles = max(1, -(-max_seqlen_k // bn))
     if num_splits is None:
-        want = -(-((ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM) * sm_count) // max(1, batch * hkv))
+        target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
+        want = -(-(target * sm_count) // max(1, batch * hkv))
         num_splits = max(1, min(want, tiles))
     tiles_per_split = -(-tiles // num_splits)
-    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 128 else 4)
+    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, keys_per_split=tiles_per_split * bn,
-                      num_warps=w, num_stages=num_stages or 2)
+                      num_warps=w, num_stages=num_stages or (2 if paged else 3))

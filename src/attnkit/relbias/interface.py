@@ -128,7 +128,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan; give them (host ints) to avoid
     a device sync, e.g. under CUDA-graph capture together with ``validate=False`` and caller-owned
     ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule. ``fast_interior`` (else
-    ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles, off until timed.
+    ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles (default on, as timed).
     Tuning options (each also an ``ATTNKIT_RELBIAS_...`` variable; default: the rules in
     ``attnkit.relbias.config``): ``heavy_first``, ``block_m``, ``block_n``, ``num_warps``, ``num_stages``,
     ``ctas_per_sm`` (the decode split rule's target).
@@ -195,7 +195,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     total_q, Hq, D = q.shape
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
     plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
-                       **tune)
+                       paged=paged, fp8=fp8, **tune)
     R = total_q * Hq
     m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)

@@ -6,6 +6,13 @@ Evidence (H200, model shapes: 24 heads, 2 KV heads, D = 256, 2048 candidates; me
 tiles-per-split 1 / 2 / 4 / 8, benchmarks/sweeps/h200-58d0089.json, prefetch off):
 1 row 11.1 / 11.2 / 14.9 / 22.9, 8 rows 48.0 / 35.2 / 29.0 / 25.6. The rule picks 1 tile per split at
 1 row (64 splits) and 8 at 8 rows (8 splits): the best of each column; at 4 rows it picks 4.
+Tile (D = 256; benchmarks/sweeps/h200-3c4a162/sweep-sparse_int8-tile.json and
+benchmarks/sweeps/h200-fc58304/sweep-sparse_int8-tile-2.json, medians in us, decode 1 / 8 rows, prefill 128 /
+2048 rows): 8 warps x 32 candidates, 2 stages (the previous rule) 11.2 / 26.0 / 254 / 3954; 4 warps x 32,
+2 stages 11.6 / 25.7 / 150 / 2334; 4 warps x 32, 3 stages 11.9 / 23.2 / 153 / 2379; 4 warps x 16 11.5 / 37.6 /
+227 / 3193; 8 warps x 16 12.1 / 56.0 / 431 / 6714. So: the direct path (prefill) takes 4 warps x 32, the split
+path 4 warps x 32 with 3 stages from 8 rows and the previous 8 warps x 32 below (only 1 and 8 rows were
+timed; D = 64 and 128 were not swept and keep the previous rule).
 Prefetch (K and V gathered a tile ahead): off by default, slower in the same sweep (prefill 128 rows
 317 vs 250 us, 2048 rows 5109 vs 3914 us; it raises the register count and spills in the split
 variant).
@@ -35,8 +42,8 @@ WARPS_OPT = IntOption("num_warps", "ATTNKIT_SPARSE_INT8_WARPS", None, 4, 8,
                       "warps per program (4 or 8); default: the plan's rule (8 from D = 128 up)")
 CTAS_OPT = IntOption("ctas_per_sm", "ATTNKIT_SPARSE_INT8_CTAS_PER_SM", None, 1, 16,
                      "split rule: programs per SM the splits aim for; default: SPLIT_TARGET_CTAS_PER_SM")
-STAGES_OPT = IntOption("num_stages", "ATTNKIT_SPARSE_INT8_STAGES", 2, 1, 4,
-                       "software-pipeline stages of the candidate-tile loop (Triton's num_stages)")
+STAGES_OPT = IntOption("num_stages", "ATTNKIT_SPARSE_INT8_STAGES", None, 1, 4,
+                       "software-pipeline stages of the candidate-tile loop (Triton's num_stages); default: the rule")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -49,17 +56,23 @@ class Plan:
     block_n: int
     direct: bool  # one split: the kernel writes the output itself
     num_warps: int = 4
+    num_stages: int = 2
 
 
 def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None, head_dim: int = 256,
-         block_n: int | None = None, num_warps: int | None = None, ctas_per_sm: int | None = None) -> Plan:
-    """A pure function of shapes and device. Warps: 8 from D = 128 up (sm_90 cubins spill 80 / 232 bytes
-    per thread with 4 warps at D = 128 / 256, 0 / 112 with 8; compile_check, not yet timed).
-    Left for the next timed sweep (block_n / num_warps options, benchmark providers attnkit_w4_bn16 and
-    attnkit_w8_bn16): at D = 256, 4 warps with 16-candidate tiles compile to 202 / 240 registers
-    (direct / split) without spills, which would let two programs share an SM; the default (8 warps,
-    32 candidates) uses 252 / 255 and spills 80 bytes in the split variant (compile_check)."""
-    warps = num_warps or (8 if head_dim >= 128 else 4)
+         block_n: int | None = None, num_warps: int | None = None, ctas_per_sm: int | None = None,
+         num_stages: int | None = None) -> Plan:
+    """A pure function of shapes and device (the tile rule and its evidence: the module's docstring).
+    Registers (sm_90 cubins, compile_check with the launcher's alignment specialization): D = 256, 8 warps x 32
+    candidates 174 / 164 (direct / split), 4 warps x 32 203 / 192, no spills."""
+    target = ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM
+    direct = tiles_per_split is None and T > DECODE_MAX_ROWS and T * hkv >= target * sm_count
+    if head_dim >= 256:  # the timed rule
+        warps = num_warps or (4 if direct or T >= 8 else 8)
+        stages = num_stages or (3 if not direct and T >= 8 else 2)
+    else:
+        warps = num_warps or (8 if head_dim >= 128 else 4)
+        stages = num_stages or 2
     if warps not in (4, 8):
         raise ValueError(f"num_warps: must be 4 or 8, got {warps}")
     # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread
@@ -71,12 +84,11 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     tiles = max(1, -(-n // block_n))
     # direct (one split, the kernel writes the output) once the rows alone fill the GPU; fewer rows than that
     # (decode, and short prefill chunks) split their candidates so that the programs do
-    target = ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM
-    if tiles_per_split is None and T > DECODE_MAX_ROWS and T * hkv >= target * sm_count:
-        return Plan(1, tiles * block_n, block_r, block_n, True, warps)
+    if direct:
+        return Plan(1, tiles * block_n, block_r, block_n, True, warps, stages)
     if tiles_per_split is None:
         want = -(-(target * sm_count) // max(1, T * hkv))
         splits = max(1, min(want, tiles))
         tiles_per_split = -(-tiles // splits)
     splits = -(-tiles // tiles_per_split)
-    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps)
+    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps, stages)

@@ -55,7 +55,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
     ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
-    ``num_stages`` (Triton's software-pipeline stages of the tile loop, default 2), ``ctas_per_sm`` (the split
+    ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
     rule's target of programs per SM),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
@@ -91,7 +91,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     mant, exp = math.frexp(sc)  # sc = mant * 2^exp, mant in [0.5, 1): pass mant * 2, exp - 1
     mant, exp = (2 * mant, exp - 1) if sc > 0 else (0.0, 0)
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
-    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas)
+    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages)
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -109,7 +109,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
         PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps,
-        num_stages=stages,
+        num_stages=p.num_stages,
     )
     if not p.direct:
         from .. import splitk
