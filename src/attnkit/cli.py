@@ -69,13 +69,19 @@ def cmd_check(args) -> int:
           file=sys.stderr)
     step, close = _progress_factory(total)
     t0 = time.time()
-    results = [run_gate(g, device, tier, seed, step, case_filter=args.case) for g in selected]
-    close()
     out = Path(args.out) if args.out else Path("check-results") / f"check-{tier}-{device}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out, envmod.record(), results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
-                                                "repro": f"attnkit check --tier {tier} --seed {seed}"
-                                                + (f" --family {args.family}" if args.family else "")})
+    env = envmod.record()
+    repro = (f"attnkit check --tier {tier} --seed {seed}" + (f" --family {args.family}" if args.family else "")
+             + "".join(f" --gate {g}" for g in (args.gate or [])) + "".join(f" --group {g}" for g in (args.group or []))
+             + "".join(f" --skip-group {g}" for g in (args.skip_group or []))
+             + "".join(f" --case {c}" for c in (args.case or [])))
+    results = []
+    for g in selected:  # the file is rewritten after every gate: a run cut short keeps the gates it finished
+        results.append(run_gate(g, device, tier, seed, step, case_filter=args.case))
+        write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
+                                        "complete": len(results) == len(selected), "repro": repro})
+    close()
     print(format_table(results))
     bad = [r for r in results if r.status == "fail"]
     skipped = [r for r in results if r.status == "skipped"]

@@ -75,18 +75,18 @@ register(Gate(
     family="relbias",
     groups=RELBIAS_GROUPS,
     subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd"),
-    what="kernel: Triton forward kernel, on every relbias shape (the dispatcher sends it sequences of more "
+    what="kernel: Triton forward kernel as launched by default (mask-free interior tiles), on every relbias shape (the dispatcher sends it sequences of more "
          "than 16 query tokens, and decode tiles of more than 128 packed rows)",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
 register(Gate(
-    name="relbias/triton_fwd_interior",
+    name="relbias/triton_fwd_masked",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", fast_interior=True),
-    what="kernel: the forward kernel with mask-free interior tiles (option fast_interior, off by default until "
-         "timed), on every relbias shape",
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", fast_interior=False),
+    what="kernel: the forward kernel with every tile masked (fast_interior=False; the default takes mask-free "
+         "interior tiles, as timed), on every relbias shape",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
