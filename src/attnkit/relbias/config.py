@@ -33,13 +33,13 @@ SUPPORTED_GQA = (1, 2, 4, 8, 16)  # gated; any integer ratio Hq / Hkv is accepte
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 MAX_EXTENT = 131072
 
-FAST_INTERIOR = Switch("fast_interior", "ATTNKIT_RELBIAS_FAST_INTERIOR", False,
+FAST_INTERIOR = Switch("fast_interior", "ATTNKIT_RELBIAS_FAST_INTERIOR", True,
                        "forward kernel: interior tiles (all keys visible, distances inside or beyond the table) "
-                       "skip the masks and the clamp; off until timed")
+                       "skip the masks and the clamp")
 
-HEAVY_FIRST = Switch("heavy_first", "ATTNKIT_RELBIAS_HEAVY_FIRST", False,
+HEAVY_FIRST = Switch("heavy_first", "ATTNKIT_RELBIAS_HEAVY_FIRST", True,
                      "forward kernel: each sequence's last query blocks (the most keys under a causal mask) are "
-                     "launched first; off until timed")
+                     "launched first")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
