@@ -31,13 +31,14 @@ class HeadpadPlan:
     num_warps: int
 
 
-# One program per SM is resident (254-255 registers x 256 threads, compile_check), so a launch of
+# One program per SM is resident (255 registers x 256 threads, compile_check), so a launch of
 # more programs than SMs runs in whole extra waves. Time model fitted to every head-padded and swap-AB series of
 # benchmarks/results/mqa_decode-h200-2026-11-30.json (H 16/32/64 x fp8/nvfp4, T 1..64; 3 parameters per
 # series, largest residual 4.7 us): t = c0 + waves * (p + tiles_per_program * u), with p of 3 to 14 us and u of
 # 7 to 13 us per 32-slot tile. The rule below minimizes waves * (PROLOGUE_TILES + tiles per program) and
 # predicts 15-30 % less time than the e3c66a8 rule (two programs per SM assumed) from 8 tokens up and the same
-# below; it is modelled, not yet timed as a rule.
+# below. Timed at 69dcc17 (benchmarks/results/mqa_decode-h200-2026-11-30-69dcc17.json): head-padded 16 heads x
+# 16 tokens 53.7 -> 39.5 us (fp8), 47.3 -> 34.4 (nvfp4), 1-4 tokens within a few us of e3c66a8.
 RESIDENT_PROGRAMS_PER_SM = 1
 PROLOGUE_TILES = 1
 
@@ -101,8 +102,8 @@ class SwapabPlan:
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
                 block_n: int | None = None) -> SwapabPlan:
-    """Tiles of 32 slots by default: with 64 the sm_90 cubins spill 1.6 KB (fp8) / 3 KB (nvfp4) per thread, with
-    32 none (fp8) / 0.9 KB (nvfp4) (compile_check)."""
+    """Tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with 64 the
+    sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check)."""
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

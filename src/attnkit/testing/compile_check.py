@@ -36,42 +36,48 @@ def _variants():
     rb_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", OUT="*bf16", LSE="*fp32",  # noqa: E731
                              CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32",
                              V_SCALE="*fp32")
-    for D, paged, fp8, win, clamp, bm, fast in ((128, False, False, False, False, 64, False),
-                                                (128, False, False, False, False, 64, True),
-                                                (128, True, False, True, False, 64, False),
-                                                (128, True, False, True, False, 64, True),
-                                                (64, False, True, False, True, 16, False),
-                                                (256, True, True, True, True, 64, False)):
-        bn = 32 if D == 256 else 64
-        out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)}{' interior' if fast else ''}",
+    from ..relbias.config import decode_plan, fwd_config
+    from ..sparse_int8.config import plan as sparse_plan
+    # the tiles the launch rules pick (relbias.config, sparse_int8.config), so the registers are the launched ones
+    for D, paged, fp8, win, clamp, max_q, fast in ((128, False, False, False, False, 8192, True),
+                                                   (128, False, False, False, False, 8192, False),
+                                                   (128, True, False, True, False, 8192, True),
+                                                   (128, False, False, False, False, 32, True),
+                                                   (64, False, True, False, True, 16, True),
+                                                   (256, True, True, True, True, 8192, True)):
+        cfg = fwd_config(D, max_q, "cuda")
+        out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m}{'' if fast else ' masked'}",
                     relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
-                    dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PAGED=paged, PAGE=64 if paged else 1,
-                         FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False, FAST_INTERIOR=fast),
-                    dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
+                    dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=paged,
+                         PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
+                         FAST_INTERIOR=fast, HEAVY_FIRST=True),
+                    dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
                               K_SCALE="*fp32", V_SCALE="*fp32")
-    for D, group, paged, fp8 in ((128, 8, False, False), (128, 8, True, True), (256, 16, False, False)):
-        out.append((f"relbias_decode D{D} g{group}", relbias_decode_split_kernel, dec_ptr("fp8e4nv" if fp8 else "bf16"),
-                    dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=16 if group <= 16 else 32, BLOCK_N=32 if D == 256 else 64,
+    for D, group, paged, fp8 in ((128, 8, False, False), (128, 8, True, False), (128, 8, False, True),
+                                 (256, 16, False, False)):
+        dp = decode_plan(32, 8, group, D, 1, 8192, 132, "cuda", paged=paged, fp8=fp8)
+        out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)}", relbias_decode_split_kernel,
+                    dec_ptr("fp8e4nv" if fp8 else "bf16"),
+                    dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n,
                          PAGED=paged, PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False, PERTURB=0,
-                         DOT_F32=False), dict(num_warps=8 if D >= 128 else 4, num_stages=2)))
+                         DOT_F32=False), dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
     for fp8 in (False, True):
         out.append((f"relbias_write fp8{int(fp8)}", relbias_write_kv_kernel,
                     dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",
                          CU_NEW="*i32", SEQUSED="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32", V_SCALE="*fp32"),
                     dict(HEAD_DIM=128, PAGE=64, FP8=fp8, BSEARCH_STEPS=7, OFF_BY_ONE=0), {}))
-    for D, direct, pv, cdt, bn, w in ((256, True, True, "i8", 32, 8), (256, False, True, "i8", 32, 8),
-                                      (64, False, False, "i8", 64, 4), (128, True, True, "i8", 64, 8),
-                                      (256, False, True, "bf16", 32, 8), (256, True, True, "i8", 16, 4),
-                                      (256, False, True, "i8", 16, 4)):
-        out.append((f"sparse_int8 D{D} direct{int(direct)} {cdt}" + ("" if (bn, w) in ((32, 8), (64, 8), (64, 4))
-                                                                     else f" bn{bn} w{w}"), sparse_int8_kernel,
+    for D, T, pv, cdt in ((256, 2048, True, "i8"), (256, 1, True, "i8"), (256, 8, True, "i8"), (64, 1, False, "i8"),
+                          (128, 2048, True, "i8"), (256, 1, True, "bf16")):
+        sp = sparse_plan(T, 2, 12, 2048, 132, None, D)
+        out.append((f"sparse_int8 D{D} direct{int(sp.direct)} {cdt} bn{sp.block_n} w{sp.num_warps} s{sp.num_stages}",
+                    sparse_int8_kernel,
                     dict(Q="*bf16", KC=f"*{cdt}", VC=f"*{cdt}", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
                          L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
-                    dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=bn, DIRECT=direct,
+                    dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=sp.block_r, BLOCK_N=sp.block_n, DIRECT=sp.direct,
                          PV_SPLIT=pv, PREFETCH=False, PERTURB=0,
-                         DOT_F32=False), dict(num_warps=w, num_stages=2)))
+                         DOT_F32=False), dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
