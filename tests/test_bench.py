@@ -187,3 +187,23 @@ def test_report_key_ratios_not_applicable_and_partial_floors():
     sw_p = next(p for p in providers("mqa_decode") if p.name == "attnkit_swapab")
     assert sw_p.takes(shapes.get("mqa_decode-step-h16-t1-fp8")) and not sw_p.takes(shapes.get("mqa_decode-step-h64-t1-fp8"))
     assert sw["status"] == "ok"
+
+
+def test_sweep_grids_name_real_cases_and_options():
+    """Every sweep grid names registered cases of its family and passes keyword arguments its op accepts."""
+    import inspect
+
+    from attnkit.bench.sweeps import SWEEPS, sweep_providers
+    from attnkit.relbias import relbias_attention
+    from attnkit.sparse_int8 import sparse_int8_attention
+    from attnkit.testing import shapes
+    ops = {"relbias": relbias_attention, "sparse_int8": sparse_int8_attention}
+    for name, sw in SWEEPS.items():
+        params = inspect.signature(ops[sw.family]).parameters
+        assert all(shapes.get(c).family == sw.family for c in sw.cases), name
+        for label, kw in sw.settings:
+            assert set(kw) <= set(params), (name, label)
+        provs = sweep_providers(name)
+        assert len({p.name for p in provs}) == len(sw.settings) and all(p.family == sw.family for p in provs)
+    with pytest.raises(ValueError, match="unknown sweep"):
+        sweep_providers("no-such-grid")

@@ -189,7 +189,7 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
 
 @pytest.mark.parametrize("opts", [dict(heavy_first=True), dict(block_m=32, block_n=16, num_warps=4, num_stages=3),
                                   dict(block_m=128, block_n=64, num_warps=8, heavy_first=True, fast_interior=True),
-                                  dict(block_n=16, num_stages=1, ctas_per_sm=4)])
+                                  dict(block_n=16, num_stages=1, ctas_per_sm=4, merge_block_d=16)])
 def test_tuning_options_give_the_oracles_answer(opts, device):
     """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
     answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode
@@ -211,6 +211,8 @@ def test_tuning_options_are_checked(device, monkeypatch):
         relbias_kernel_call(inp, block_n=48)
     with pytest.raises(ValueError, match="num_warps"):
         relbias_kernel_call(inp, num_warps=2)
+    with pytest.raises(ValueError, match="merge_block_d"):
+        relbias_kernel_call(inp, merge_block_d=48)
     monkeypatch.setenv("ATTNKIT_RELBIAS_STAGES", "03")
     with pytest.raises(ValueError, match="ATTNKIT_RELBIAS_STAGES"):
         relbias_kernel_call(inp)

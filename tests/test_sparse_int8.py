@@ -50,7 +50,8 @@ def test_split_plan_is_a_pure_function():
 @pytest.mark.parametrize("tps,prefetch,bn,warps,extra", [
     (1, True, None, None, {}), (2, True, None, None, {}), (3, True, None, None, {}), (64, True, None, None, {}),
     (3, False, None, None, {}), (64, False, None, None, {}), (None, False, 16, 4, {}), (2, False, 16, 8, {}),
-    (None, False, 16, 4, dict(num_stages=3, ctas_per_sm=3)), (None, False, None, None, dict(num_stages=1))])
+    (None, False, 16, 4, dict(num_stages=3, ctas_per_sm=3)), (None, False, None, None, dict(num_stages=1)),
+    (2, False, None, None, dict(merge_block_d=16))])
 def test_forced_tiles_per_split_with_empty_splits(tps, prefetch, bn, warps, extra, device):
     i = _inp(device)
     out, lse = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, prefetch=prefetch, block_n=bn,

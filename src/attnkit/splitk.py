@@ -6,6 +6,11 @@ import torch
 import triton
 
 from ._runtime import check_device, require
+from .options import IntOption
+
+MERGE_BLOCK_D = IntOption("merge_block_d", "ATTNKIT_MERGE_BLOCK_D", None, 16, 256,
+                          "output dims per merge program (16 to 256, a power of two); default min(D, 256): one "
+                          "program per row. Smaller tiles spread a few rows over more programs (not yet timed)")
 
 
 def _validate(m, l, acc, out_dtype):
@@ -25,12 +30,15 @@ def _validate(m, l, acc, out_dtype):
             f"must be float32, bfloat16 or float16, got {out_dtype}")
 
 
-def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool = False,
+def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, _lose_split: bool = False,
                         _block_s: int | None = None) -> None:
     """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation).
 
     row_exp: optional int32 [R]; the partials' m are then in a scaled domain, true max = m * 2^row_exp.
+    block_d (else ``ATTNKIT_MERGE_BLOCK_D``): output dims per program.
     """
+    bd_opt = MERGE_BLOCK_D.resolve(block_d)
+    require(bd_opt is None or bd_opt & (bd_opt - 1) == 0, "merge_block_d", f"must be a power of two, got {bd_opt}")
     _validate(m, l, acc, out.dtype)
     if row_exp is not None:
         require(row_exp.dtype == torch.int32 and row_exp.shape == m.shape[1:] and row_exp.is_contiguous(), "row_exp",
@@ -42,7 +50,7 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, _lose_split: bool 
     if R == 0 or D == 0:
         lse.fill_(float("-inf")) if D == 0 and R else None
         return
-    block_d = min(triton.next_power_of_2(D), 256)
+    block_d = min(bd_opt or 256, triton.next_power_of_2(D))
     block_s = _block_s or min(triton.next_power_of_2(S), max(1, 8192 // block_d))  # a [BLOCK_S, BLOCK_D] tile: <= 32 KB
     grid = (R, triton.cdiv(D, block_d))
     from ._triton.merge_kernel import merge_partials_kernel

@@ -66,6 +66,12 @@ SWEEPS: dict[str, Sweep] = {
         ("bn128-s3", dict(block_n=128, num_stages=3)),
         ("bn32-w4-s4-c4", dict(block_n=32, num_warps=4, num_stages=4, ctas_per_sm=4)),
     )),
+    "relbias-merge": Sweep("relbias", "decode: output dims per merge program", _RB_DEC_CASES[:2], (
+        ("rule", {}),
+        ("md64", dict(merge_block_d=64)),
+        ("md32", dict(merge_block_d=32)),
+        ("c8-md32", dict(ctas_per_sm=8, merge_block_d=32)),
+    )),
     "relbias-decode-w4": Sweep("relbias", "split-K decode kernel, second round: 4 warps, stages x split target",
                                _RB_DEC_CASES, (
         ("w4-s2-c2", dict(num_warps=4, num_stages=2, ctas_per_sm=2)),
@@ -86,6 +92,14 @@ SWEEPS: dict[str, Sweep] = {
         ("w4-bn16-c2", dict(num_warps=4, block_n=16, ctas_per_sm=2)),
         ("w4-bn16-s3-c3", dict(num_warps=4, block_n=16, num_stages=3, ctas_per_sm=3)),
         ("c2", dict(ctas_per_sm=2)),
+    )),
+    "sparse_int8-merge": Sweep("sparse_int8", "decode: output dims per merge program (more programs for few rows)",
+                               _SP_CASES[:2] + ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r4-c32k"), (
+        ("rule", {}),
+        ("md128", dict(merge_block_d=128)),
+        ("md64", dict(merge_block_d=64)),
+        ("md32", dict(merge_block_d=32)),
+        ("tps2-md64", dict(tiles_per_split=2, merge_block_d=64)),
     )),
     "sparse_int8-tile-2": Sweep("sparse_int8", "second round: tiles of 16 and 32 candidates at 4 and 8 warps", _SP_CASES, (
         ("rule", {}),

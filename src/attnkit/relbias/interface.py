@@ -120,7 +120,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
-                      block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, _perturb=None, _force=None):
+                      block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
+                      _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 16 query tokens per sequence go to the split-K decode kernel
@@ -131,7 +132,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles (default on, as timed).
     Tuning options (each also an ``ATTNKIT_RELBIAS_...`` variable; default: the rules in
     ``attnkit.relbias.config``): ``heavy_first``, ``block_m``, ``block_n``, ``num_warps``, ``num_stages``,
-    ``ctas_per_sm`` (the decode split rule's target).
+    ``ctas_per_sm`` (the decode split rule's target), ``merge_block_d`` (output dims per merge program,
+    ``ATTNKIT_MERGE_BLOCK_D``).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
@@ -168,7 +170,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
-                dict(tune, ctas_per_sm=ctas_opt))
+                dict(tune, ctas_per_sm=ctas_opt), merge_block_d)
         return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, **tune)
     from .kernel_fwd import relbias_fwd_kernel
@@ -189,7 +191,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
 
 
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
-            paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune):
+            paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
@@ -213,7 +215,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
         num_warps=plan.num_warps, num_stages=plan.num_stages,
     )
-    splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), _lose_split=perturb == "split-lost")
+    splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d,
+                               _lose_split=perturb == "split-lost")
 
 
 def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, *, k_scale=None,

@@ -47,7 +47,8 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
-                          pv_split=None, prefetch=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, validate=None,
+                          pv_split=None, prefetch=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
+                          validate=None,
                           out=None, lse=None, _perturb=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -56,7 +57,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
     ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
-    rule's target of programs per SM),
+    rule's target of programs per SM), ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
@@ -113,6 +114,6 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     )
     if not p.direct:
         from .. import splitk
-        splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), row_exp=e,
+        splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), row_exp=e, block_d=merge_block_d,
                                    _lose_split=_perturb == "split-lost")
     return out, lse
