@@ -183,19 +183,24 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     ck = torch.tensor([0, lk[0], sum(lk)], dtype=torch.int32, device=device)
     kw = dict(cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, window=window, beyond=beyond, _force="fwd")
     a = relbias_attention(q, k, v, fast_interior=False, **kw)
-    b = relbias_attention(q, k, v, fast_interior=True, **kw)
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for opts in (dict(fast_interior=True), dict(split_loops=True), dict(split_loops=True, fast_interior=False)):
+        b = relbias_attention(q, k, v, **opts, **kw)  # the same tiles in the same order, the same arithmetic
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), opts
 
 
 @pytest.mark.parametrize("opts", [dict(heavy_first=True), dict(block_m=32, block_n=16, num_warps=4, num_stages=3),
                                   dict(block_m=128, block_n=64, num_warps=8, heavy_first=True, fast_interior=True),
-                                  dict(block_n=16, num_stages=1, ctas_per_sm=4, merge_block_d=16)])
+                                  dict(block_n=16, num_stages=1, ctas_per_sm=4, merge_block_d=16),
+                                  dict(split_loops=True), dict(split_loops=True, fast_interior=False),
+                                  dict(split_loops=True, block_m=32, block_n=16, heavy_first=False)])
 def test_tuning_options_give_the_oracles_answer(opts, device):
     """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
     answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode
     kernel on decode, verify and paged shapes."""
     for case_id in ("relbias-prefill-s113", "relbias-chunked-q37-k203", "relbias-varlen-mixed3",
-                    "relbias-decode-b3-k203", "relbias-verify-t4-k203", "relbias-paged-bs16-decode"):
+                    "relbias-decode-b3-k203", "relbias-verify-t4-k203", "relbias-paged-bs16-decode",
+                    "relbias-extent-e-lt-window-clamp", "relbias-window-w1", "relbias-extent-e1",
+                    "relbias-paged-bs16-one-page"):
         inp = _inp(case_id, device)
         out, lse = relbias_kernel_call(inp, **opts)
         ref, ref_lse = relbias_oracle(inp)

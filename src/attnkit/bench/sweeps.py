@@ -55,6 +55,17 @@ SWEEPS: dict[str, Sweep] = {
         ("diag-w4-nobias", dict(num_warps=4, _perturb="bias-dropped", **_FH)),
         ("diag-bn128-nobias", dict(block_n=128, _perturb="bias-dropped", **_FH)),
     )),
+    "relbias-fwd-split": Sweep("relbias", "forward kernel: one branch-free loop per kind of key tile (split_loops) "
+                               "against the rule; the diagnostic computes wrong results by design", _RB_FWD_CASES, (
+        ("rule", {}),
+        ("split", dict(split_loops=True)),
+        ("split-generic", dict(split_loops=True, fast_interior=False)),
+        ("split-w8", dict(split_loops=True, num_warps=8)),
+        ("split-bn128-w8", dict(split_loops=True, num_warps=8, block_n=128)),
+        ("split-bm128-w8", dict(split_loops=True, num_warps=8, block_m=128)),
+        ("split-s3", dict(split_loops=True, num_stages=3)),
+        ("diag-split-nobias", dict(split_loops=True, _perturb="bias-dropped")),
+    )),
     "relbias-decode": Sweep("relbias", "split-K decode kernel: tile, warps, stages, split target", _RB_DEC_CASES, (
         ("rule", {}),
         ("w4", dict(num_warps=4)),

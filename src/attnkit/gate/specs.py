@@ -91,6 +91,16 @@ register(Gate(
 ))
 
 register(Gate(
+    name="relbias/triton_fwd_split",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", split_loops=True),
+    what="kernel: the forward kernel with one branch-free loop per kind of key tile (option split_loops, off "
+         "until timed), on every relbias shape",
+    perturbations=_RELBIAS_PERTURBATIONS,
+))
+
+register(Gate(
     name="relbias/triton_decode",
     family="relbias",
     groups=RELBIAS_GROUPS,

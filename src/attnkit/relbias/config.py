@@ -40,6 +40,10 @@ FAST_INTERIOR = Switch("fast_interior", "ATTNKIT_RELBIAS_FAST_INTERIOR", True,
 HEAVY_FIRST = Switch("heavy_first", "ATTNKIT_RELBIAS_HEAVY_FIRST", True,
                      "forward kernel: each sequence's last query blocks (the most keys under a causal mask) are "
                      "launched first")
+SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", False,
+                     "forward kernel: one loop per kind of key tile (any / beyond the extent / inside it) with no "
+                     "branch in a loop body; the sm_90 TTGIR then computes the softmax once per tile instead of "
+                     "twice; not yet timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,

@@ -11,7 +11,7 @@ import triton
 from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
-                     STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, decode_plan, fwd_config, use_decode)
+                     SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, decode_plan, fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0}
@@ -121,7 +121,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                      _perturb=None, _force=None):
+                      split_loops=None, _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 16 query tokens per sequence go to the split-K decode kernel
@@ -132,13 +132,15 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles (default on, as timed).
     Tuning options (each also an ``ATTNKIT_RELBIAS_...`` variable; default: the rules in
     ``attnkit.relbias.config``): ``heavy_first``, ``block_m``, ``block_n``, ``num_warps``, ``num_stages``,
-    ``ctas_per_sm`` (the decode split rule's target), ``merge_block_d`` (output dims per merge program,
+    ``ctas_per_sm`` (the decode split rule's target), ``split_loops`` (the forward kernel's branch-free loops,
+    off until timed), ``merge_block_d`` (output dims per merge program,
     ``ATTNKIT_MERGE_BLOCK_D``).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
     bm_opt, ctas_opt = BLOCK_M_OPT.resolve(block_m), CTAS_OPT.resolve(ctas_per_sm)
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
+    split = SPLIT_LOOPS.resolve(split_loops)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
@@ -185,7 +187,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
-        FAST_INTERIOR=fast, HEAVY_FIRST=heavy, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
 

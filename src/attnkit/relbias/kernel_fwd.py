@@ -81,6 +81,70 @@ def _interior_bias(s, tab, dd, d_lo, tail, E, CLAMP: tl.constexpr, PERTURB: tl.c
 
 
 @triton.jit
+def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, seqlen_k,
+           b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N: tl.constexpr,
+           PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
+           CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr):
+    """The online-softmax update over the key tiles n_lo, n_lo + BLOCK_N, ... < n_hi, one kind of tile per loop
+    (no branch inside a loop body: on sm_90 an scf.if around the bias left the softmax computed twice, once in
+    the MMA layout and once in the load's). MODE 0: any tile (masks; bias looked up at the index clamped into
+    the table, a tile beyond the extent reading one entry); 1: interior tile wholly beyond the extent (the
+    constant tail, no lookup, no mask); 2: interior tile wholly inside the extent (lookup, no clamp, no mask)."""
+    for n0 in range(n_lo, n_hi, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < seqlen_k
+        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
+        if MODE == 0:
+            k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
+        else:
+            k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None])
+        if FP8:
+            k = k.to(q.dtype)
+        if DOT_F32:
+            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
+        else:
+            s = tl.dot(q, k) * qk_scale
+        if MODE == 1:
+            if PERTURB != 1:
+                s = s + tail
+        elif MODE == 2:
+            if PERTURB != 1:
+                s = s + tl.load(tab + (pos[:, None] - offs_n[None, :] + shift)) * LOG2E
+        else:
+            d = pos[:, None] - offs_n[None, :]
+            vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+            if HAS_WINDOW:
+                vis = vis & (d < win)
+            if PERTURB != 1:
+                dd = d + shift
+                # no load mask: the clamped index always lies in the table (a mask would tie the visibility
+                # test to the load's layout)
+                bias = tl.load(tab + tl.minimum(tl.maximum(dd, 0), E - 1)) * LOG2E
+                if not CLAMP:
+                    bias = tl.where(dd < E, bias, 0.0)
+                s = s + bias
+            s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        if MODE == 0:
+            v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        else:
+            v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :])
+        if FP8:
+            v = v.to(q.dtype)
+        if DOT_F32:
+            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(p.to(q.dtype), v, acc)
+        m_i = m_new
+    return m_i, l_i, acc
+
+
+@triton.jit
 def relbias_fwd_kernel(
     Q, K, V, TABLE, OUT, LSE,
     CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
@@ -91,7 +155,7 @@ def relbias_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
-    HEAVY_FIRST: tl.constexpr = False,
+    HEAVY_FIRST: tl.constexpr = False, SPLIT_LOOPS: tl.constexpr = False,
 ):
     if HEAVY_FIRST:  # the last query blocks see the most keys: launch them first (a shorter tail)
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -150,54 +214,105 @@ def relbias_fwd_kernel(
     if PERTURB == 2:
         shift = BLOCK_N
 
-    for n0 in range(lo, hi, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < seqlen_k
-        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-        k_ptrs = K + kv_off[None, :] + g * stride_kh + offs_d[:, None]
-        k = tl.load(k_ptrs, mask=col_ok[None, :], other=0.0)
-        if FP8:
-            k = k.to(q.dtype)
-        if DOT_F32:
-            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
-        else:
-            s = tl.dot(q, k) * qk_scale
-
-        d = pos[:, None] - offs_n[None, :]  # distances of this tile
-        d_lo = first_pos - (n0 + BLOCK_N - 1) + shift  # the tile's smallest (shifted) distance
+    if SPLIT_LOOPS:
+        # the key tiles n0 = lo + k * BLOCK_N, k < kt, in five ranges of one kind each (ascending n0, as a single loop
+        # would visit them): G1 [0, s0) any; B [s0, s1) interior and beyond the extent; G2 [s1, s2) any (straddling
+        # the extent); I [s2, s3) interior and inside the extent; G3 [s3, kt) any (the diagonal, the sequence end).
+        # Interior: every key visible to every row of a full row block. Without FAST_INTERIOR every tile is G1.
         if FAST_INTERIOR:
-            # an interior tile: every key in range and visible to every row of a full row block, and the
-            # tile's distances all inside the table or all beyond it: no mask and no clamp
-            d_hi = last_pos - n0 + shift
-            interior = (n0 + BLOCK_N <= seqlen_k) & (n0 + BLOCK_N - 1 <= first_pos) & (last_pos < seqlen_k)
-            if HAS_WINDOW:
-                interior = interior & (last_pos - n0 < win)
-            if CLAMP:
-                interior = interior & ((d_hi < E) | (d_lo >= E - 1))
+            kt = tl.cdiv(tl.maximum(hi - lo, 0), BLOCK_N)
+            s0 = kt
+            s1 = kt
+            s2 = kt
+            s3 = kt
+            if last_pos < seqlen_k:  # every row of the block is a query of this sequence
+                k_is = 0
+                if HAS_WINDOW:  # the first tile inside every row's window: n0 >= last_pos - win + 1
+                    k_is = tl.cdiv(tl.maximum(last_pos - win + 1 - lo, 0), BLOCK_N)
+                lim = tl.minimum(first_pos, seqlen_k - 1) - BLOCK_N + 1  # the last n0 below the diagonal
+                k_ie = tl.minimum(tl.maximum(lim - lo + BLOCK_N, 0) // BLOCK_N, kt)
+                k_is = tl.minimum(k_is, k_ie)
+                if CLAMP:
+                    e_beyond = E - 1  # from E - 1 on every distance reads table[E - 1]
+                else:
+                    e_beyond = E
+                # beyond: the tile's smallest (shifted) distance first_pos - (n0 + BLOCK_N - 1) + shift >= e_beyond
+                k_be = tl.maximum(first_pos + shift - e_beyond - BLOCK_N + 1 - lo + BLOCK_N, 0) // BLOCK_N
+                # inside: its largest (shifted) distance last_pos - n0 + shift < E
+                k_in = tl.cdiv(tl.maximum(last_pos + shift - E + 1 - lo, 0), BLOCK_N)
+                s0 = k_is
+                s3 = k_ie
+                s1 = tl.minimum(tl.maximum(k_be, s0), s3)
+                s2 = tl.minimum(tl.maximum(k_in, s1), s3)
+        if FAST_INTERIOR:
+            bounds = (lo + s0 * BLOCK_N, lo + s1 * BLOCK_N, lo + s2 * BLOCK_N, lo + s3 * BLOCK_N, hi)
+        else:
+            bounds = (hi, hi, hi, hi, hi)
+        m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
+                               bounds[0], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
+                               BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 0)
+        if FAST_INTERIOR:
+            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
+                                   bounds[0], bounds[1], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 1)
+            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
+                                   bounds[1], bounds[2], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 0)
+            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
+                                   bounds[2], bounds[3], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 2)
+            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
+                                   bounds[3], bounds[4], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 0)
+    else:  # one loop, the bias and the masks chosen per tile by branches (the timed default)
+        for n0 in range(lo, hi, BLOCK_N):
+            offs_n = n0 + tl.arange(0, BLOCK_N)
+            col_ok = offs_n < seqlen_k
+            kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
+            k_ptrs = K + kv_off[None, :] + g * stride_kh + offs_d[:, None]
+            k = tl.load(k_ptrs, mask=col_ok[None, :], other=0.0)
+            if FP8:
+                k = k.to(q.dtype)
+            if DOT_F32:
+                s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
             else:
-                interior = interior & ((d_hi < E) | (d_lo >= E))
-            if interior:
-                s = _interior_bias(s, tab, d + shift, d_lo, tail, E, CLAMP, PERTURB)
+                s = tl.dot(q, k) * qk_scale
+
+            d = pos[:, None] - offs_n[None, :]  # distances of this tile
+            d_lo = first_pos - (n0 + BLOCK_N - 1) + shift  # the tile's smallest (shifted) distance
+            if FAST_INTERIOR:
+                # an interior tile: every key in range and visible to every row of a full row block, and the
+                # tile's distances all inside the table or all beyond it: no mask and no clamp
+                d_hi = last_pos - n0 + shift
+                interior = (n0 + BLOCK_N <= seqlen_k) & (n0 + BLOCK_N - 1 <= first_pos) & (last_pos < seqlen_k)
+                if HAS_WINDOW:
+                    interior = interior & (last_pos - n0 < win)
+                if CLAMP:
+                    interior = interior & ((d_hi < E) | (d_lo >= E - 1))
+                else:
+                    interior = interior & ((d_hi < E) | (d_lo >= E))
+                if interior:
+                    s = _interior_bias(s, tab, d + shift, d_lo, tail, E, CLAMP, PERTURB)
+                else:
+                    s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
             else:
                 s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
-        else:
-            s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
 
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v_ptrs = V + kv_off[:, None] + g * stride_kh + offs_d[None, :]
-        v = tl.load(v_ptrs, mask=col_ok[:, None], other=0.0)
-        if FP8:
-            v = v.to(q.dtype)
-        if DOT_F32:
-            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(p.to(q.dtype), v, acc)
-        m_i = m_new
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s - m_safe[:, None])
+            alpha = tl.exp2(m_i - m_safe)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            v_ptrs = V + kv_off[:, None] + g * stride_kh + offs_d[None, :]
+            v = tl.load(v_ptrs, mask=col_ok[:, None], other=0.0)
+            if FP8:
+                v = v.to(q.dtype)
+            if DOT_F32:
+                acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+            else:
+                acc = tl.dot(p.to(q.dtype), v, acc)
+            m_i = m_new
 
     nonempty = l_i > 0
     denom = tl.where(nonempty, l_i, 1.0)
