@@ -223,3 +223,14 @@ def test_tuning_options_are_checked(device, monkeypatch):
         relbias_kernel_call(inp)
     monkeypatch.setenv("ATTNKIT_RELBIAS_STAGES", "3")
     relbias_kernel_call(inp)  # accepted
+
+
+@pytest.mark.parametrize("case_id", ["relbias-decode-b3-k203", "relbias-decode-b2-clamp-window-tail",
+                                     "relbias-paged-bs16-decode", "relbias-verify-t4-k203", "relbias-fp8-decode-b2"])
+def test_split_loops_give_the_same_bits_in_decode(case_id, device):
+    """The decode kernel's branch-free loops (tiles beyond the extent, then the rest) compute what its single
+    loop does, tile for tile: the same bits."""
+    inp = _inp(case_id, device, seed=3)
+    a = relbias_kernel_call(inp, force="decode", num_splits=3)
+    b = relbias_kernel_call(inp, force="decode", num_splits=3, split_loops=True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])

@@ -66,6 +66,13 @@ SWEEPS: dict[str, Sweep] = {
         ("split-s3", dict(split_loops=True, num_stages=3)),
         ("diag-split-nobias", dict(split_loops=True, _perturb="bias-dropped")),
     )),
+    "relbias-decode-split": Sweep("relbias", "decode kernel: branch-free loops (split_loops) against the rule",
+                                  _RB_DEC_CASES, (
+        ("rule", {}),
+        ("split", dict(split_loops=True)),
+        ("split-c8", dict(split_loops=True, ctas_per_sm=8)),
+        ("split-md32", dict(split_loops=True, merge_block_d=32)),
+    )),
     "relbias-decode": Sweep("relbias", "split-K decode kernel: tile, warps, stages, split target", _RB_DEC_CASES, (
         ("rule", {}),
         ("w4", dict(num_warps=4)),

@@ -112,6 +112,17 @@ register(Gate(
         Perturbation("split-lost", "the last split left out of the merge", lambda c: max(c["seqlens_k"]) > 128),),
 ))
 
+register(Gate(
+    name="relbias/triton_decode_split",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    applies=lambda c: max(c["seqlens_q"]) <= 16,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", split_loops=True),
+    what="kernel: the split-K decode kernel with branch-free loops (option split_loops, off until timed) + the "
+         "merge, on every relbias shape with at most 16 query tokens per sequence",
+    perturbations=_RELBIAS_PERTURBATIONS,
+))
+
 
 # -------------------------------------------------------------------------------------- sparse_int8
 

@@ -24,6 +24,59 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
+def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, s_hi,
+               b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N: tl.constexpr,
+               PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
+               CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, LOOKUP: tl.constexpr):
+    """The split's key tiles n_lo .. n_hi of one kind, with no branch in the loop body (SPLIT_LOOPS; see
+    kernel_fwd._tiles): LOOKUP False, tiles wholly beyond the extent (the constant tail, no lookup); True, the
+    rest (the bias looked up at the index clamped into the table)."""
+    for n0 in range(n_lo, n_hi, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < s_hi
+        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
+        k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
+        if FP8:
+            k = k.to(q.dtype)
+        if DOT_F32:
+            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
+        else:
+            s = tl.dot(q, k) * qk_scale
+        d = pos[:, None] - offs_n[None, :]
+        vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+        if HAS_WINDOW:
+            vis = vis & (d < win)
+        if PERTURB != 1:
+            if LOOKUP:
+                dd = d + shift
+                bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1)) * LOG2E
+                if CLAMP:
+                    bias = tl.where(dd < E, bias, tail[:, None])
+                else:
+                    bias = tl.where(dd < E, bias, 0.0)
+                s = s + bias
+            else:
+                if CLAMP:
+                    s = s + tail[:, None]
+        s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        if FP8:
+            v = v.to(q.dtype)
+        if DOT_F32:
+            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(p.to(q.dtype), v, acc)
+        m_i = m_new
+    return m_i, l_i, acc
+
+
+@triton.jit
 def relbias_decode_split_kernel(
     Q, K, V, TABLE, M_OUT, L_OUT, ACC_OUT,
     CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
@@ -33,7 +86,7 @@ def relbias_decode_split_kernel(
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
-    CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+    CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, SPLIT_LOOPS: tl.constexpr = False,
 ):
     split = tl.program_id(0)
     b = tl.program_id(1)
@@ -86,50 +139,68 @@ def relbias_decode_split_kernel(
     if PERTURB == 2:
         shift = BLOCK_N
 
-    for n0 in range(s_lo, s_hi, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < s_hi
-        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-        k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        if FP8:
-            k = k.to(q.dtype)
-        if DOT_F32:
-            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
+    if SPLIT_LOOPS:
+        # tiles wholly beyond the extent first (their smallest distance, the first token's to the tile's last key,
+        # is >= E), then the rest: two branch-free loops
+        if CLAMP:
+            tail_v = tail
         else:
-            s = tl.dot(q, k) * qk_scale
-        d = pos[:, None] - offs_n[None, :]
-        vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
-        if HAS_WINDOW:
-            vis = vis & (d < win)
-        if PERTURB != 1:
-            dd = d + shift
-            d_min = seqlen_k - seqlen_q - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
-            if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
-                if CLAMP:
-                    s = s + tail[:, None]
+            tail_v = tl.zeros([BLOCK_R], dtype=tl.float32)
+        lb = seqlen_k - seqlen_q + shift - E - BLOCK_N + 1  # the last beyond tile start
+        n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
+        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
+                                   offs_d, s_lo, n_b, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
+                                   DOT_F32, False)
+        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
+                                   offs_d, n_b, s_hi, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
+                                   DOT_F32, True)
+    else:
+        for n0 in range(s_lo, s_hi, BLOCK_N):
+            offs_n = n0 + tl.arange(0, BLOCK_N)
+            col_ok = offs_n < s_hi
+            kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
+            k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
+            if FP8:
+                k = k.to(q.dtype)
+            if DOT_F32:
+                s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
             else:
-                bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
-                bias = bias * LOG2E
-                if CLAMP:
-                    bias = tl.where(dd < E, bias, tail[:, None])
+                s = tl.dot(q, k) * qk_scale
+            d = pos[:, None] - offs_n[None, :]
+            vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+            if HAS_WINDOW:
+                vis = vis & (d < win)
+            if PERTURB != 1:
+                dd = d + shift
+                d_min = seqlen_k - seqlen_q - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
+                if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
+                    if CLAMP:
+                        s = s + tail[:, None]
                 else:
-                    bias = tl.where(dd < E, bias, 0.0)
-                s = s + bias
-        s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
-        if FP8:
-            v = v.to(q.dtype)
-        if DOT_F32:
-            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(p.to(q.dtype), v, acc)
-        m_i = m_new
+                    bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
+                    bias = bias * LOG2E
+                    if CLAMP:
+                        bias = tl.where(dd < E, bias, tail[:, None])
+                    else:
+                        bias = tl.where(dd < E, bias, 0.0)
+                    s = s + bias
+            s = tl.where(vis, s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s - m_safe[:, None])
+            alpha = tl.exp2(m_i - m_safe)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+            if FP8:
+                v = v.to(q.dtype)
+            if DOT_F32:
+                acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+            else:
+                acc = tl.dot(p.to(q.dtype), v, acc)
+            m_i = m_new
 
     if FP8:
         acc = acc * tl.load(V_SCALE + g_kv)
