@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tier: CUDA tests, `attnkit check --tier full`, and the benchmark suite, into OUTDIR.
 # Usage: scripts/gpu_tier.sh OUTDIR [STAGE...]
-#   stages: env tests check check-<family> bench-<family> sweep-<name>   (default: env tests check bench-relbias
+#   stages: env tests check check-ours check-<family> bench-<family> sweep-<name>   (default: env tests check bench-relbias
 #           bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
 #           has a time limit.
 # Uses the torch and triton already installed on the machine (nothing is installed or replaced).
@@ -24,6 +24,9 @@ for stage in $STAGES; do
     check)
       $PY -m attnkit.cli check --tier full --out "$OUTDIR/check-full.jsonl" > "$OUTDIR/check.log" 2>"$OUTDIR/check.err" || status=1
       tail -60 "$OUTDIR/check.log" ;;
+    check-ours)
+      $PY -m attnkit.cli check --tier full --kernels-only --out "$OUTDIR/check-ours.jsonl" > "$OUTDIR/check-ours.log" 2>&1 || status=1
+      grep -E "power|passed|FAIL" "$OUTDIR/check-ours.log" | tail -40 ;;
     check-*)
       fam=${stage#check-}
       $PY -m attnkit.cli check --tier full --family "$fam" --out "$OUTDIR/check-$fam.jsonl" > "$OUTDIR/check-$fam.log" 2>&1 || status=1

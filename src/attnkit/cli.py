@@ -55,7 +55,14 @@ def cmd_check(args) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     selected = gates(args.family)
     if args.gate:
+        unknown = set(args.gate) - {g.name for g in selected}
+        if unknown:
+            print(f"attnkit check: unknown gate(s) {sorted(unknown)}; known: {[g.name for g in selected]}",
+                  file=sys.stderr)
+            return 2
         selected = [g for g in selected if g.name in args.gate]
+    if args.kernels_only:
+        selected = [g for g in selected if g.kind == "kernel"]
     if args.group or args.skip_group:
         import dataclasses
         keep = lambda gr: ((not args.group or any(gr.startswith(x) for x in args.group))  # noqa: E731
@@ -73,7 +80,7 @@ def cmd_check(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     env = envmod.record()
     repro = (f"attnkit check --tier {tier} --seed {seed}" + (f" --family {args.family}" if args.family else "")
-             + "".join(f" --gate {g}" for g in (args.gate or [])) + "".join(f" --group {g}" for g in (args.group or []))
+             + "".join(f" --gate {g}" for g in (args.gate or [])) + (" --kernels-only" if args.kernels_only else "") + "".join(f" --group {g}" for g in (args.group or []))
              + "".join(f" --skip-group {g}" for g in (args.skip_group or []))
              + "".join(f" --case {c}" for c in (args.case or [])))
     results = []
@@ -139,6 +146,7 @@ def main(argv=None) -> int:
     c.add_argument("--family", choices=FAMILY_CHOICES)
     c.add_argument("--gate", action="append", help="run only this gate (repeatable)")
     c.add_argument("--tier", choices=("smoke", "full"), help="default: full on a GPU, smoke on a CPU")
+    c.add_argument("--kernels-only", action="store_true", help="only our kernels' gates (leave out the peers')")
     c.add_argument("--group", action="append", help="only shape families starting with this (repeatable)")
     c.add_argument("--case", action="append", help="only cases whose id contains this (repeatable)")
     c.add_argument("--skip-group", action="append", help="leave out shape families starting with this (repeatable)")
