@@ -72,6 +72,8 @@ SWEEPS: dict[str, Sweep] = {
         ("split", dict(split_loops=True)),
         ("split-c8", dict(split_loops=True, ctas_per_sm=8)),
         ("split-md32", dict(split_loops=True, merge_block_d=32)),
+        ("bn128-w4", dict(block_n=128, num_warps=4)),  # fewer, larger tiles (fp8 moves half the bytes per key)
+        ("split-bn128-w4", dict(split_loops=True, block_n=128, num_warps=4)),
     )),
     "relbias-decode": Sweep("relbias", "split-K decode kernel: tile, warps, stages, split target", _RB_DEC_CASES, (
         ("rule", {}),
