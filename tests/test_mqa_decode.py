@@ -46,13 +46,16 @@ def test_headpad_bad_input(device):
 
 def test_dispatch_rule_pure_function():
     from attnkit.mqa_decode.config import use_swapab
-    # as measured (config.SWAPAB_T_CUTOFF): swap-AB for fp8 records at 16 / 32 heads, head-padded for nvfp4
-    assert use_swapab(1, 16, "fp8") and use_swapab(64, 32, "fp8") and not use_swapab(1, 64, "fp8")
-    assert not use_swapab(1, 16, "nvfp4") and not use_swapab(1, 32, "nvfp4")
+    # as specified, the single cutoff over both formats: none as measured (nvfp4 at 32 heads loses from T = 1)
+    assert not use_swapab(1, 16, "fp8") and not use_swapab(1, 32, "nvfp4")
+    assert use_swapab(8, 16, "nvfp4", cutoff=16) and use_swapab(16, 32, "fp8", cutoff=16)
+    assert not use_swapab(17, 16, "fp8", cutoff=16) and not use_swapab(1, 64, "fp8", cutoff=16)
+    # per format (option swapab_per_format): swap-AB for fp8 records at 16 / 32 heads, head-padded for nvfp4
+    assert use_swapab(1, 16, "fp8", True) and use_swapab(64, 32, "fp8", True) and not use_swapab(1, 64, "fp8", True)
+    assert not use_swapab(1, 16, "nvfp4", True) and not use_swapab(1, 32, "nvfp4", True)
     cut = {"fp8": 16, "nvfp4": 4}
-    assert use_swapab(8, 16, "fp8", cut) and use_swapab(16, 32, "fp8", cut) and use_swapab(4, 16, "nvfp4", cut)
-    assert not use_swapab(17, 16, "fp8", cut) and not use_swapab(5, 32, "nvfp4", cut)
-    assert not use_swapab(1, 64, "fp8", cut) and not use_swapab(1, 8, "fp8", cut)
+    assert use_swapab(4, 16, "nvfp4", True, by_format=cut) and not use_swapab(5, 32, "nvfp4", True, by_format=cut)
+    assert not use_swapab(17, 16, "fp8", True, by_format=cut) and not use_swapab(1, 8, "fp8", True, by_format=cut)
 
 
 def test_swapab_agrees_with_headpad_and_rejects_other_heads(device):
@@ -74,6 +77,21 @@ def test_warmup_compiles_the_key_a_step_launches(device):
     mqa_headpad_call(inp, kernel="swapab")
     step = set(I.LAUNCHED_KEYS[n0:])
     assert step and step <= keys
+
+
+def test_warmup_follows_the_per_format_dispatch(device):
+    """With swapab_per_format an fp8 step of 16 heads dispatches to swap-AB; the warm-up compiles that key."""
+    from attnkit.mqa_decode import interface as I
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 1)
+    keys = I.mqa_decode_warmup(16, inp["q"].shape[1], "fp8", device, window=inp["swa_idx"].shape[1],
+                               topk=inp["comp_idx"].shape[1], max_tokens=1, swapab_per_format=True)
+    n0 = len(I.LAUNCHED_KEYS)
+    mqa_headpad_call(inp, kernel=None, swapab_per_format=True)
+    step = set(I.LAUNCHED_KEYS[n0:])
+    assert step and step <= keys and all(k[0] == "swapab" for k in step)
+    n1 = len(I.LAUNCHED_KEYS)
+    mqa_headpad_call(inp, kernel=None)  # the default rule: head-padded
+    assert all(k[0] == "headpad" for k in I.LAUNCHED_KEYS[n1:])
 
 
 def test_mqa_custom_ops(device):

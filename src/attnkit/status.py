@@ -9,11 +9,10 @@ KERNEL_PATHS = {
          "6 / 8 us targets are not met)", "implemented"),
     ],
     "mqa_decode": [
-        ("head-padded (heads on M, padded to 64; gated on the H200 at 61ea482; dispatched for nvfp4 records and "
-         "64 heads)", "implemented"),
-        ("swap-AB (slots on M, 16 / 32 live heads on N; gated on the H200 at 61ea482; dispatched for fp8 records, "
-         "1.24-1.49x faster than head-padded there; slower for nvfp4 except a tie at 16 heads and 1-4 tokens)",
-         "implemented"),
+        ("head-padded (heads on M, padded to 64; gated on the H200 at 61ea482; the dispatched path)", "implemented"),
+        ("swap-AB (slots on M, 16 / 32 live heads on N; gated on the H200 at 61ea482; 1.24-1.49x faster than "
+         "head-padded for fp8 records, slower for nvfp4 but a tie at 16 heads and 1-4 tokens; the single cutoff "
+         "over both formats is none, swapab_per_format=True dispatches fp8 steps to it)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at e3c66a8)", "implemented"),
     ],
     "relbias": [

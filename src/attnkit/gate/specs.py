@@ -206,12 +206,12 @@ register(Gate(
 ))
 
 
-def mqa_headpad_call(inp, perturb=None, num_splits=None, kernel="headpad"):
+def mqa_headpad_call(inp, perturb=None, num_splits=None, kernel="headpad", **extra):
     from ..mqa_decode import mqa_decode_attention
     return mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
                                 inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"],
                                 inp["softmax_scale"], inp["comp_format"], num_splits=num_splits, kernel=kernel,
-                                _perturb=perturb)
+                                _perturb=perturb, **extra)
 
 
 _MQA_PERTURBATIONS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import IntOption
+from ..options import IntOption, Switch
 
 # 512: on the H200 (benchmarks/sweeps/mqa-headpad-dc{128,512}-h200-421a469.json against the 256 of the same
 # commit's bench) 16 heads x 1 / 16 tokens fp8, 32 x 16 nvfp4, 64 x 64 fp8: 20.7 / 81.4 / 84.6 / 248.7 us at
@@ -77,18 +77,26 @@ def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | 
 SWAPAB_HEADS = (16, 32)
 # Cutoffs per compressed-record format: the largest T at which swap-AB beats head-padded for both head counts
 # (None: it wins at no T). Measured on the H200 at fc58304 (benchmarks/sweeps/h200-fc58304/
-# mqa_decode-headpad-swapab.json, paired ratios head-padded / swap-AB, attention only, T 1..64):
-#   fp8:   16 heads 1.30 to 1.43, 32 heads 1.22 to 1.33 at every T: swap-AB wins everywhere -> 64;
-#   nvfp4: 32 heads 0.77 to 0.90 at every T (it loses already at T = 1), 16 heads 0.99 / 1.01 / 1.01 at
-#          T = 1 / 2 / 4 (a tie) and 0.82 to 0.93 above -> None.
-# The single cutoff over both formats (the largest T where it wins for both head counts and both formats)
-# is therefore none; taking the format into account sends every fp8 step of 16 or 32 heads to swap-AB.
-SWAPAB_T_CUTOFF: dict[str, int | None] = {"fp8": 64, "nvfp4": None}
+# mqa_decode-headpad-swapab.json, paired ratios head-padded / swap-AB, attention only, T 1..64) and again in
+# the 69dcc17 bench (benchmarks/results/mqa_decode-h200-2026-11-30-69dcc17.json):
+#   fp8:   16 heads 1.30 to 1.49, 32 heads 1.22 to 1.38 at every T: swap-AB wins everywhere -> 64;
+#   nvfp4: 32 heads 0.77 to 0.92 at every T (it loses already at T = 1), 16 heads 0.99 to 1.03 at
+#          T = 1 / 2 / 4 (a tie; 0.94 as a whole step) and 0.82 to 0.95 above -> None.
+SWAPAB_T_CUTOFF_BY_FORMAT: dict[str, int | None] = {"fp8": 64, "nvfp4": None}
+# The dispatch rule's cutoff as specified: the largest T at which swap-AB wins for both head counts and both
+# formats. nvfp4 at 32 heads loses from T = 1, so there is none and the default sends every step to
+# head-padded.
+SWAPAB_T_CUTOFF: int | None = None
+SWAPAB_PER_FORMAT = Switch("swapab_per_format", "ATTNKIT_MQA_SWAPAB_PER_FORMAT", False,
+                           "dispatch by the cutoff of the step's record format (SWAPAB_T_CUTOFF_BY_FORMAT: swap-AB "
+                           "for fp8 at 16 / 32 heads, 1.2-1.5x faster as measured) instead of the single cutoff over "
+                           "both formats (none)")
 
 
-def use_swapab(T: int, H: int, comp_format: str = "fp8", cutoff: dict | None = None) -> bool:
-    """The dispatch rule: a pure function of shapes and record format (and the measured cutoffs)."""
-    c = (SWAPAB_T_CUTOFF if cutoff is None else cutoff).get(comp_format)
+def use_swapab(T: int, H: int, comp_format: str = "fp8", per_format: bool = False,
+               cutoff: int | None = SWAPAB_T_CUTOFF, by_format: dict | None = None) -> bool:
+    """The dispatch rule: a pure function of shapes (and of the record format when ``per_format``)."""
+    c = (SWAPAB_T_CUTOFF_BY_FORMAT if by_format is None else by_format).get(comp_format) if per_format else cutoff
     return H in SWAPAB_HEADS and c is not None and T <= c
 
 

@@ -68,12 +68,14 @@ PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sin
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
-                         _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         swapab_per_format=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
-    "swapab" (slots on M, H in {16, 32}). num_splits: slot-list splits per token (default: the split rule);
-    out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 256).
+    "swapab" (slots on M, H in {16, 32}). swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default
+    off): the rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff
+    over both formats. num_splits: slot-list splits per token (default: the split rule);
+    out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
@@ -117,10 +119,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import interpreting
-    from .config import DIAG_ABLATE, SWAPAB_HEADS, headpad_plan, swapab_plan, use_swapab
+    from .config import DIAG_ABLATE, SWAPAB_HEADS, SWAPAB_PER_FORMAT, headpad_plan, swapab_plan, use_swapab
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     if kernel is None:
-        kernel = "swapab" if use_swapab(T, H, comp_format) else "headpad"
+        kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format)) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
@@ -197,15 +199,16 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
 
 
 def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int = 128, topk: int = 512,
-                         kernel=None, comp_format: str = "fp8") -> torch.Tensor:
+                         kernel=None, comp_format: str = "fp8", swapab_per_format=None) -> torch.Tensor:
     """The split partials buffer for steps of up to ``max_tokens`` tokens of a layer (fixed H, list lengths),
     to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture)."""
-    from .config import headpad_plan, swapab_plan, use_swapab
+    from .config import SWAPAB_PER_FORMAT, headpad_plan, swapab_plan, use_swapab
     dev = torch.device(device)
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 132
     need = 0
     for T in range(1, max_tokens + 1):
-        k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format) else "headpad")
+        k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format))
+                       else "headpad")
         plan = (swapab_plan if k == "swapab" else headpad_plan)(T, num_heads, window + topk, sm, None, dev.type)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
@@ -213,7 +216,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
-                      max_tokens: int = 16, kernel=None, page_size: int = 64) -> set:
+                      max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None) -> set:
     """Compile the attention kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -232,6 +235,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
         n0 = len(LAUNCHED_KEYS)
         mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
-                             validate=False)
+                             validate=False, swapab_per_format=swapab_per_format)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys
