@@ -17,9 +17,10 @@ setting of a grid timed alternating in that run):
   bs16 / paged bs64 / fp8 b32 8K:
     8 warps, 2 stages, 2 programs per SM (the previous rule):  137.5 / 515 / 2798 / 475 / 467 / 413
     4 warps, 3 stages, 4 per SM (the contiguous bf16 rule):    95.0 / 263 / 2071 / 395 / 389 / 299
-    4 warps, 2 stages, 2 per SM (the paged rule):               88.1 / 407 / 2583 / 339 / 336 / 295
-    4 warps, 3 stages, 3 per SM (the fp8 rule):                 -    / 331 / 2328 / 350 / 348 / 286
-  (the first column's 88.1 and best of 86.9 at 8 per SM are left: one rule serves the contiguous rows).
+    4 warps, 2 stages, 2 per SM (the paged rule):              102.4 / 407 / 2583 / 339 / 336 / 295
+    4 warps, 3 stages, 3 per SM (the fp8 rule):                 88.1 / 331 / 2328 / 350 / 348 / 286
+  (b1 x 64K's best, 88.1 at 3 per SM and 86.9 at 8, is left: one rule serves the contiguous bf16 rows, and
+  4 per SM is the best at b32 x 8K and within 2 % at b32 x 64K).
 """
 
 from __future__ import annotations
