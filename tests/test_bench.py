@@ -52,7 +52,7 @@ def test_floors_of_the_issue_anchors():
     assert flops == 4 * (8192 * 8193 // 2) * 64 * 128
     c = shapes.Case("sparse_int8", "x", "y", dict(T=1, Hq=24, Hkv=2, D=256, N=2048, C=1 << 30, invalid=0.0))
     nb, _ = sparse_int8_work(c)
-    assert 0.45 < nb / 4.3e12 * 1e6 < 0.55  # the issue's "about 0.5 us per row at 4.3 TB/s"
+    assert 0.45 < nb / 4.3e12 * 1e6 < 0.55  # the specified "about 0.5 us per row at 4.3 TB/s"
     pre = floor_us(shapes.get("sparse_int8-model-prefill-r8192-c8k"), ceil)
     assert pre["floor_bound"] == "flops"  # 8192 rows share one 8K-token cache: the reads are not the floor
 

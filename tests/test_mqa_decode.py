@@ -200,7 +200,7 @@ def test_caller_buffers_give_the_same_bits_and_are_checked(device):
 
 @pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4"])
 def test_swapab_error_at_most_1p1_of_headpad(case, device):
-    """The issue's bound: swap-AB's error against fp64 at most 1.1x the head-padded kernel's."""
+    """The specified bound: swap-AB's error against fp64 at most 1.1x the head-padded kernel's."""
     inp = make_inputs(shapes.get(case), device, 12)
     ref, _ = mqa_decode_oracle(inp)
     err = {}

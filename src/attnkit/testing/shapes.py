@@ -180,7 +180,7 @@ _si("sparse_int8-model", "prefill-r2048-q8x", 2048, 24, 2, 256, 8192, 2048, q_mu
 _si("sparse_int8-model", "decode-r8-vscale2p60", 8, 24, 2, 256, 32768, 2048, q_mult=2.0, vs_exp=60, **_MS)
 _si("sparse_int8-model", "prefill-r2048-vscale2p16", 2048, 24, 2, 256, 8192, 2048, q_mult=2.0, vs_exp=16, **_MS)
 
-# the gate matrix: heads per KV head x candidates x rows, with invalid entries, both index layouts, a
+# the specified gate matrix: heads per KV head x candidates x rows, with invalid entries, both index layouts, a
 # strided cache and the three head dims in rotation (full tier; forced split counts come from the
 # sparse_int8/triton_split1 gate, which runs every case with one tile per split)
 _MX_N = (0, 1, 63, 64, 65, 509, 2048, 2112, 8192)
@@ -218,7 +218,7 @@ for _fmt in ("fp8", "nvfp4"):
         for _t in (1, 2, 4, 8, 16, 32, 64):
             _mq("mqa_decode-step", f"h{_h}-t{_t}-{_fmt}", _t, _h, 64, _fmt, 64, tiers=(FULL, BENCH))
 
-# the gate matrix: H x T x format x page size x partial / full lists, H_pad 64 and 128 (full tier)
+# the specified gate matrix: H x T x format x page size x partial / full lists, H_pad 64 and 128 (full tier)
 for _fmt in ("fp8", "nvfp4"):
     for _h in (16, 32, 64):
         for _t in (1, 2, 5, 16):
