@@ -41,7 +41,7 @@ def test_visible_pairs_closed_form():
     assert _visible_pairs(3, 1, None) == (1, 1)  # rows at negative positions see nothing
 
 
-def test_floors_of_the_issue_anchors():
+def test_floors_of_the_specified_anchors():
     ceil = {"copy_bytes_per_s": 4.3e12, "bf16_matmul_flops_per_s": 7.9e14}
     f = floor_us(shapes.get("relbias-model-decode-b1-64k"), ceil)
     # 64K keys x 8 KV heads x 128 x 2 (k, v) x 2 bytes = 268 MB -> ~62 us at 4.3 TB/s
