@@ -46,3 +46,16 @@ def test_int_option_accepts_and_explicit_beats_env():
     for bad in (True, 2.0, 0, 5000, "007"):
         with pytest.raises(ValueError):
             IO.resolve(bad, environ={})
+
+
+def test_every_tuning_option_is_listed_once(monkeypatch):
+    """attnkit env lists every option the ops read, each variable once, with the error a bad value raises."""
+    from attnkit.env import tuning_options
+    opts = tuning_options()
+    envs = [o["env"] for o in opts]
+    assert len(envs) == len(set(envs)) and all(e.startswith("ATTNKIT_") for e in envs)
+    assert {"ATTNKIT_RELBIAS_SPLIT_LOOPS", "ATTNKIT_SPARSE_INT8_STAGES", "ATTNKIT_MQA_SWAPAB_PER_FORMAT",
+            "ATTNKIT_MERGE_BLOCK_D"} <= set(envs)
+    monkeypatch.setenv("ATTNKIT_MERGE_BLOCK_D", "+32")
+    bad = next(o for o in tuning_options() if o["env"] == "ATTNKIT_MERGE_BLOCK_D")
+    assert str(bad["now"]).startswith("error:") and "ATTNKIT_MERGE_BLOCK_D" in bad["now"]

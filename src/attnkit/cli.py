@@ -104,13 +104,18 @@ def cmd_env(args) -> int:
     from . import env as envmod
     rec = envmod.record()
     if args.json:
-        print(json.dumps({"env": rec, "kernel_paths": envmod.kernel_paths()}, indent=2))
+        print(json.dumps({"env": rec, "kernel_paths": envmod.kernel_paths(), "options": envmod.tuning_options()},
+                         indent=2, default=str))
         return 0
     for k, v in rec.items():
         print(f"{k:14s} {v}")
     print("\nkernel paths:")
     for p in envmod.kernel_paths():
         print(f"  {p['path']:48s} {p['status']:18s} {p['runs']}")
+    print("\ntuning options (keyword argument, else environment variable, else default; None: the launch rule):")
+    for o in envmod.tuning_options():
+        print(f"  {o['family']:12s} {o['keyword']:18s} {o['env']:36s} default {str(o['default']):6s} "
+              f"now {str(o['now']):6s} {o['what']}")
     return 0
 
 

@@ -83,3 +83,23 @@ def kernel_paths() -> list[dict]:
         {"path": "peer: PyTorch gather + dequantize + SDPA", "status": "available", "runs": "GPU" if cuda else "CPU"},
         {"path": "gluon (Hopper dialect)", "status": "available" if gluon else "unavailable here", "runs": "GPU sm_90"},
     ]
+
+
+def tuning_options() -> list[dict]:
+    """Every tuning option (attnkit.options.Switch / IntOption) the ops read: keyword, variable, default,
+    the value in this environment (or the error a bad one raises), and what it does."""
+    import importlib
+
+    from .options import IntOption, Switch
+    out = []
+    for mod in ("attnkit.relbias.config", "attnkit.sparse_int8.config", "attnkit.mqa_decode.config", "attnkit.splitk"):
+        m = importlib.import_module(mod)
+        for obj in vars(m).values():
+            if isinstance(obj, (Switch, IntOption)) and not obj.name.startswith("_"):
+                try:
+                    now = obj.resolve()
+                except ValueError as e:
+                    now = f"error: {e}"
+                out.append(dict(family=mod.split(".")[1], keyword=obj.name, env=obj.env, default=obj.default,
+                                now=now, what=obj.what))
+    return out
