@@ -80,7 +80,8 @@ def cmd_check(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     env = envmod.record()
     repro = (f"attnkit check --tier {tier} --seed {seed}" + (f" --family {args.family}" if args.family else "")
-             + "".join(f" --gate {g}" for g in (args.gate or [])) + (" --kernels-only" if args.kernels_only else "") + "".join(f" --group {g}" for g in (args.group or []))
+             + "".join(f" --gate {g}" for g in (args.gate or [])) + (" --kernels-only" if args.kernels_only else "")
+             + "".join(f" --group {g}" for g in (args.group or []))
              + "".join(f" --skip-group {g}" for g in (args.skip_group or []))
              + "".join(f" --case {c}" for c in (args.case or [])))
     results = []

@@ -17,7 +17,7 @@ Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gate "rel
 import triton
 import triton.language as tl
 
-from .kernel_fwd import kv_offsets
+from .kernel_fwd import kv_offsets, pv_accumulate, qk_scores, softmax_step
 
 LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
@@ -25,29 +25,26 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 @triton.jit
 def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, s_hi,
-               b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N: tl.constexpr,
+               pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N: tl.constexpr,
                PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
-               CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, LOOKUP: tl.constexpr):
-    """The split's key tiles n_lo .. n_hi of one kind, with no branch in the loop body (SPLIT_LOOPS; see
-    kernel_fwd._tiles): LOOKUP False, tiles wholly beyond the extent (the constant tail, no lookup); True, the
-    rest (the bias looked up at the index clamped into the table)."""
+               CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr):
+    """The split's key tiles n_lo, n_lo + BLOCK_N, ... < n_hi. MODE 2 (the timed default): every tile, the
+    constant tail or the lookup chosen per tile by a branch (pos0: the first token's position). With
+    SPLIT_LOOPS one kind per loop, no branch in the loop body (see kernel_fwd._tiles): MODE 0, tiles wholly
+    beyond the extent (the constant tail, no lookup); 1, the rest (the bias looked up at the index clamped into
+    the table)."""
     for n0 in range(n_lo, n_hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < s_hi
         kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
         k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        if FP8:
-            k = k.to(q.dtype)
-        if DOT_F32:
-            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
-        else:
-            s = tl.dot(q, k) * qk_scale
+        s = qk_scores(q, k, qk_scale, FP8, DOT_F32)
         d = pos[:, None] - offs_n[None, :]
         vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
         if HAS_WINDOW:
             vis = vis & (d < win)
         if PERTURB != 1:
-            if LOOKUP:
+            if MODE == 1:
                 dd = d + shift
                 bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1)) * LOG2E
                 if CLAMP:
@@ -55,24 +52,27 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, p
                 else:
                     bias = tl.where(dd < E, bias, 0.0)
                 s = s + bias
-            else:
+            elif MODE == 0:
                 if CLAMP:
                     s = s + tail[:, None]
+            else:
+                dd = d + shift
+                d_min = pos0 - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
+                if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
+                    if CLAMP:
+                        s = s + tail[:, None]
+                else:
+                    bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
+                    bias = bias * LOG2E
+                    if CLAMP:
+                        bias = tl.where(dd < E, bias, tail[:, None])
+                    else:
+                        bias = tl.where(dd < E, bias, 0.0)
+                    s = s + bias
         s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
+        m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
         v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
-        if FP8:
-            v = v.to(q.dtype)
-        if DOT_F32:
-            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(p.to(q.dtype), v, acc)
-        m_i = m_new
+        acc = pv_accumulate(acc, p, v, q, FP8, DOT_F32)
     return m_i, l_i, acc
 
 
@@ -139,68 +139,26 @@ def relbias_decode_split_kernel(
     if PERTURB == 2:
         shift = BLOCK_N
 
+    if CLAMP:
+        tail_v = tail
+    else:
+        tail_v = tl.zeros([BLOCK_R], dtype=tl.float32)
+    pos0 = seqlen_k - seqlen_q
     if SPLIT_LOOPS:
         # tiles wholly beyond the extent first (their smallest distance, the first token's to the tile's last key,
         # is >= E), then the rest: two branch-free loops
-        if CLAMP:
-            tail_v = tail
-        else:
-            tail_v = tl.zeros([BLOCK_R], dtype=tl.float32)
-        lb = seqlen_k - seqlen_q + shift - E - BLOCK_N + 1  # the last beyond tile start
+        lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start
         n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
-        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
-                                   offs_d, s_lo, n_b, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
-                                   DOT_F32, False)
-        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
-                                   offs_d, n_b, s_hi, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
-                                   DOT_F32, True)
+        for r in tl.static_range(2):
+            m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
+                                       offs_d, (s_lo, n_b)[r], (n_b, s_hi)[r], s_hi, pos0, b, k_start, g_kv,
+                                       BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE,
+                                       FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, r)
     else:
-        for n0 in range(s_lo, s_hi, BLOCK_N):
-            offs_n = n0 + tl.arange(0, BLOCK_N)
-            col_ok = offs_n < s_hi
-            kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-            k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-            if FP8:
-                k = k.to(q.dtype)
-            if DOT_F32:
-                s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
-            else:
-                s = tl.dot(q, k) * qk_scale
-            d = pos[:, None] - offs_n[None, :]
-            vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
-            if HAS_WINDOW:
-                vis = vis & (d < win)
-            if PERTURB != 1:
-                dd = d + shift
-                d_min = seqlen_k - seqlen_q - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
-                if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
-                    if CLAMP:
-                        s = s + tail[:, None]
-                else:
-                    bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
-                    bias = bias * LOG2E
-                    if CLAMP:
-                        bias = tl.where(dd < E, bias, tail[:, None])
-                    else:
-                        bias = tl.where(dd < E, bias, 0.0)
-                    s = s + bias
-            s = tl.where(vis, s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            p = tl.exp2(s - m_safe[:, None])
-            alpha = tl.exp2(m_i - m_safe)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-            v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
-            if FP8:
-                v = v.to(q.dtype)
-            if DOT_F32:
-                acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
-            else:
-                acc = tl.dot(p.to(q.dtype), v, acc)
-            m_i = m_new
+        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
+                                   offs_d, s_lo, s_hi, s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
+                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
+                                   DOT_F32, 2)
 
     if FP8:
         acc = acc * tl.load(V_SCALE + g_kv)

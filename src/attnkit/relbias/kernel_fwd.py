@@ -45,6 +45,39 @@ def kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, st
 
 
 @triton.jit
+def qk_scores(q, k, qk_scale, FP8: tl.constexpr, DOT_F32: tl.constexpr):
+    """A tile's scores in the base-2 domain: q . k (fp8 k converted to q's dtype exactly) times qk_scale
+    (shared by the forward and the decode kernel)."""
+    if FP8:
+        k = k.to(q.dtype)
+    if DOT_F32:
+        return tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
+    else:
+        return tl.dot(q, k) * qk_scale
+
+
+@triton.jit
+def softmax_step(m_i, l_i, acc, s):
+    """The online-softmax update for a score tile s: (new running max, p, rescaled l_i and acc)."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp2(s - m_safe[:, None])
+    alpha = tl.exp2(m_i - m_safe)
+    return m_new, p, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
+
+
+@triton.jit
+def pv_accumulate(acc, p, v, q, FP8: tl.constexpr, DOT_F32: tl.constexpr):
+    """acc += p . v, with p rounded to q's dtype (fp8 v converted exactly)."""
+    if FP8:
+        v = v.to(q.dtype)
+    if DOT_F32:
+        return tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
+    else:
+        return tl.dot(p.to(q.dtype), v, acc)
+
+
+@triton.jit
 def _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr,
                  PERTURB: tl.constexpr):
     """Scores of a tile that may cross a mask or the extent: bias added where visible, -inf elsewhere."""
@@ -82,35 +115,33 @@ def _interior_bias(s, tab, dd, d_lo, tail, E, CLAMP: tl.constexpr, PERTURB: tl.c
 
 @triton.jit
 def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, seqlen_k,
-           b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N: tl.constexpr,
-           PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
-           CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr):
-    """The online-softmax update over the key tiles n_lo, n_lo + BLOCK_N, ... < n_hi, one kind of tile per loop
-    (no branch inside a loop body: on sm_90 an scf.if around the bias left the softmax computed twice, once in
-    the MMA layout and once in the load's). MODE 0: any tile (masks; bias looked up at the index clamped into
-    the table, a tile beyond the extent reading one entry); 1: interior tile wholly beyond the extent (the
-    constant tail, no lookup, no mask); 2: interior tile wholly inside the extent (lookup, no clamp, no mask)."""
+           first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
+           BLOCK_N: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr,
+           HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
+           FAST_INTERIOR: tl.constexpr, MODE: tl.constexpr):
+    """The online-softmax update over the key tiles n_lo, n_lo + BLOCK_N, ... < n_hi.
+    MODE 3 (the timed default): one loop for every tile, its bias and masks chosen per tile by branches.
+    MODE 0-2 (SPLIT_LOOPS): one kind of tile per loop, with no branch inside the loop body (on sm_90 an scf.if
+    around the bias left the softmax computed twice, once in the MMA layout and once in the load's). 0: any
+    tile (masks; bias looked up at the index clamped into the table, a tile beyond the extent reading one
+    entry); 1: interior tile wholly beyond the extent (the constant tail, no lookup, no mask); 2: interior tile
+    wholly inside the extent (lookup, no clamp, no mask)."""
     for n0 in range(n_lo, n_hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
         kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-        if MODE == 0:
-            k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        else:
+        if MODE == 1 or MODE == 2:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None])
-        if FP8:
-            k = k.to(q.dtype)
-        if DOT_F32:
-            s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
         else:
-            s = tl.dot(q, k) * qk_scale
+            k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
+        s = qk_scores(q, k, qk_scale, FP8, DOT_F32)
         if MODE == 1:
             if PERTURB != 1:
                 s = s + tail
         elif MODE == 2:
             if PERTURB != 1:
                 s = s + tl.load(tab + (pos[:, None] - offs_n[None, :] + shift)) * LOG2E
-        else:
+        elif MODE == 0:
             d = pos[:, None] - offs_n[None, :]
             vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
             if HAS_WINDOW:
@@ -124,23 +155,32 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
                     bias = tl.where(dd < E, bias, 0.0)
                 s = s + bias
             s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        if MODE == 0:
-            v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
         else:
+            d = pos[:, None] - offs_n[None, :]  # distances of this tile
+            d_lo = first_pos - (n0 + BLOCK_N - 1) + shift  # the tile's smallest (shifted) distance
+            if FAST_INTERIOR:
+                # an interior tile: every key in range and visible to every row of a full row block, and the
+                # tile's distances all inside the table or all beyond it: no mask and no clamp
+                d_hi = last_pos - n0 + shift
+                interior = (n0 + BLOCK_N <= seqlen_k) & (n0 + BLOCK_N - 1 <= first_pos) & (last_pos < seqlen_k)
+                if HAS_WINDOW:
+                    interior = interior & (last_pos - n0 < win)
+                if CLAMP:
+                    interior = interior & ((d_hi < E) | (d_lo >= E - 1))
+                else:
+                    interior = interior & ((d_hi < E) | (d_lo >= E))
+                if interior:
+                    s = _interior_bias(s, tab, d + shift, d_lo, tail, E, CLAMP, PERTURB)
+                else:
+                    s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
+            else:
+                s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
+        m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
+        if MODE == 1 or MODE == 2:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :])
-        if FP8:
-            v = v.to(q.dtype)
-        if DOT_F32:
-            acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
         else:
-            acc = tl.dot(p.to(q.dtype), v, acc)
-        m_i = m_new
+            v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        acc = pv_accumulate(acc, p, v, q, FP8, DOT_F32)
     return m_i, l_i, acc
 
 
@@ -248,71 +288,17 @@ def relbias_fwd_kernel(
             bounds = (lo + s0 * BLOCK_N, lo + s1 * BLOCK_N, lo + s2 * BLOCK_N, lo + s3 * BLOCK_N, hi)
         else:
             bounds = (hi, hi, hi, hi, hi)
-        m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
-                               bounds[0], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
-                               BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 0)
-        if FAST_INTERIOR:
+        starts = (lo, bounds[0], bounds[1], bounds[2], bounds[3])
+        for r in tl.static_range(5 if FAST_INTERIOR else 1):  # G1, B, G2, I, G3
             m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
-                                   bounds[0], bounds[1], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 1)
-            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
-                                   bounds[1], bounds[2], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 0)
-            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
-                                   bounds[2], bounds[3], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 2)
-            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
-                                   bounds[3], bounds[4], seqlen_k, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 0)
+                                   starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
+                                   stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
+                                   CLAMP, PERTURB, DOT_F32, FAST_INTERIOR, (0, 1, 0, 2, 0)[r])
     else:  # one loop, the bias and the masks chosen per tile by branches (the timed default)
-        for n0 in range(lo, hi, BLOCK_N):
-            offs_n = n0 + tl.arange(0, BLOCK_N)
-            col_ok = offs_n < seqlen_k
-            kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-            k_ptrs = K + kv_off[None, :] + g * stride_kh + offs_d[:, None]
-            k = tl.load(k_ptrs, mask=col_ok[None, :], other=0.0)
-            if FP8:
-                k = k.to(q.dtype)
-            if DOT_F32:
-                s = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
-            else:
-                s = tl.dot(q, k) * qk_scale
-
-            d = pos[:, None] - offs_n[None, :]  # distances of this tile
-            d_lo = first_pos - (n0 + BLOCK_N - 1) + shift  # the tile's smallest (shifted) distance
-            if FAST_INTERIOR:
-                # an interior tile: every key in range and visible to every row of a full row block, and the
-                # tile's distances all inside the table or all beyond it: no mask and no clamp
-                d_hi = last_pos - n0 + shift
-                interior = (n0 + BLOCK_N <= seqlen_k) & (n0 + BLOCK_N - 1 <= first_pos) & (last_pos < seqlen_k)
-                if HAS_WINDOW:
-                    interior = interior & (last_pos - n0 < win)
-                if CLAMP:
-                    interior = interior & ((d_hi < E) | (d_lo >= E - 1))
-                else:
-                    interior = interior & ((d_hi < E) | (d_lo >= E))
-                if interior:
-                    s = _interior_bias(s, tab, d + shift, d_lo, tail, E, CLAMP, PERTURB)
-                else:
-                    s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
-            else:
-                s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
-
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            p = tl.exp2(s - m_safe[:, None])
-            alpha = tl.exp2(m_i - m_safe)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-            v_ptrs = V + kv_off[:, None] + g * stride_kh + offs_d[None, :]
-            v = tl.load(v_ptrs, mask=col_ok[:, None], other=0.0)
-            if FP8:
-                v = v.to(q.dtype)
-            if DOT_F32:
-                acc = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
-            else:
-                acc = tl.dot(p.to(q.dtype), v, acc)
-            m_i = m_new
+        m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
+                               hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
+                               stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32,
+                               FAST_INTERIOR, 3)
 
     nonempty = l_i > 0
     denom = tl.where(nonempty, l_i, 1.0)

@@ -46,18 +46,13 @@ def _variants():
                                                    (64, False, True, False, True, 16, True),
                                                    (256, True, True, True, True, 8192, True)):
         cfg = fwd_config(D, max_q, "cuda")
-        out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m}{'' if fast else ' masked'}",
-                    relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
-                    dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=paged,
-                         PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
-                         FAST_INTERIOR=fast, HEAVY_FIRST=True),
-                    dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
-        if fast and D == 128:  # the branch-free loops (split_loops), not yet the default
-            out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m} split", relbias_fwd_kernel,
-                        rb_ptr("fp8e4nv" if fp8 else "bf16"),
+        for split in ((False, True) if fast and D == 128 else (False,)):  # split: split_loops, not yet the default
+            out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m}"
+                        + ("" if fast else " masked") + (" split" if split else ""),
+                        relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=paged,
                              PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
-                             FAST_INTERIOR=True, HEAVY_FIRST=True, SPLIT_LOOPS=True),
+                             FAST_INTERIOR=fast, HEAVY_FIRST=True, SPLIT_LOOPS=split),
                         dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
