@@ -20,10 +20,10 @@ _CANON_INT = re.compile(r"(0|[1-9][0-9]*)\Z")
 class Switch:
     name: str  # keyword argument
     env: str  # environment variable
-    default: bool
+    default: bool | None  # None: decided by a rule at launch
     what: str
 
-    def resolve(self, value=None, environ=None) -> bool:
+    def resolve(self, value=None, environ=None) -> bool | None:
         environ = os.environ if environ is None else environ
         if value is not None:
             if isinstance(value, bool):

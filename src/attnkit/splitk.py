@@ -9,8 +9,22 @@ from ._runtime import check_device, require
 from .options import IntOption
 
 MERGE_BLOCK_D = IntOption("merge_block_d", "ATTNKIT_MERGE_BLOCK_D", None, 16, 256,
-                          "output dims per merge program (16 to 256, a power of two); default min(D, 256): one "
-                          "program per row. Smaller tiles spread a few rows over more programs (not yet timed)")
+                          "output dims per merge program (16 to 256, a power of two); default: the rule "
+                          "(merge_block_d_rule)")
+
+# Merge rule, H200 evidence (`benchmarks/sweeps/h200-67ecdb2/sweep-sparse_int8-merge.json` and
+# `sweep-relbias-merge.json`, medians in us, every setting alternating in one run): with few rows one program
+# per row leaves most SMs idle, and 64 dims per program spreads them out.
+#   sparse_int8 decode, 24 heads x D 256, rows 1 / 2 / 4 / 8 (R = 24 / 48 / 96 / 192):
+#     one program per row: 11.1 / 11.6 / 16.8 / 23.1     64 dims: 8.9 / 11.0 / 16.7 / 23.7
+#   relbias decode b1 x 64K (R = 64, D 128): 95.6 one per row, 94.0 at 64 dims; b32 x 8K (R = 2048): 263.2 / 261.4
+MERGE_FEW_ROWS, MERGE_FEW_ROWS_BLOCK_D = 64, 64
+
+
+def merge_block_d_rule(rows: int, head_dim: int) -> int:
+    """Output dims per merge program: 64 up to MERGE_FEW_ROWS rows, else the whole row (at most 256)."""
+    full = min(256, triton.next_power_of_2(head_dim))
+    return min(MERGE_FEW_ROWS_BLOCK_D, full) if rows <= MERGE_FEW_ROWS else full
 
 
 def _validate(m, l, acc, out_dtype):
@@ -50,7 +64,7 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, _los
     if R == 0 or D == 0:
         lse.fill_(float("-inf")) if D == 0 and R else None
         return
-    block_d = min(bd_opt or 256, triton.next_power_of_2(D))
+    block_d = min(bd_opt, triton.next_power_of_2(D)) if bd_opt else merge_block_d_rule(R, D)
     block_s = _block_s or min(triton.next_power_of_2(S), max(1, 8192 // block_d))  # a [BLOCK_S, BLOCK_D] tile: <= 32 KB
     grid = (R, triton.cdiv(D, block_d))
     from ._triton.merge_kernel import merge_partials_kernel

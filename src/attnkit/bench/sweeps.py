@@ -86,6 +86,14 @@ SWEEPS: dict[str, Sweep] = {
         ("bn128-s3", dict(block_n=128, num_stages=3)),
         ("bn32-w4-s4-c4", dict(block_n=32, num_warps=4, num_stages=4, ctas_per_sm=4)),
     )),
+    "relbias-rules": Sweep("relbias", "the loop-structure rules against their alternatives, and the merge rule "
+                           "against one program per row", ("relbias-model-verify32-64k", "relbias-model-verify32-8k")
+                           + _RB_DEC_CASES, (
+        ("rule", {}),
+        ("branchy", dict(split_loops=False)),
+        ("split", dict(split_loops=True)),
+        ("md-row", dict(merge_block_d=256)),
+    )),
     "relbias-merge": Sweep("relbias", "decode: output dims per merge program", _RB_DEC_CASES[:2], (
         ("rule", {}),
         ("md64", dict(merge_block_d=64)),
@@ -120,6 +128,11 @@ SWEEPS: dict[str, Sweep] = {
         ("md64", dict(merge_block_d=64)),
         ("md32", dict(merge_block_d=32)),
         ("tps2-md64", dict(tiles_per_split=2, merge_block_d=64)),
+    )),
+    "sparse_int8-merge-2": Sweep("sparse_int8", "the merge rule against one program per row",
+                                 _SP_CASES[:2] + ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r4-c32k"), (
+        ("rule", {}),
+        ("md-row", dict(merge_block_d=256)),
     )),
     "sparse_int8-tile-2": Sweep("sparse_int8", "second round: tiles of 16 and 32 candidates at 4 and 8 warps", _SP_CASES, (
         ("rule", {}),

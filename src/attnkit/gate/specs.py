@@ -62,6 +62,20 @@ def relbias_kernel_call(inp, perturb=None, fn=None, force=None, **extra):
     return fn(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], out=out, lse=lse, _perturb=perturb, **kw)
 
 
+def _other_loops(inp, kernel):
+    """The split_loops value the launch rule does NOT pick for this input, so that the default gate and this
+    one together run both loop structures on every shape."""
+    from ..relbias.config import FWD_SPLIT_MAX_BLOCK_M, fwd_config
+    cu = inp["cu_seqlens_q"].cpu()
+    max_q = int((cu[1:] - cu[:-1]).max())
+    if kernel == "fwd":
+        return not fwd_config(inp["q"].shape[2], max_q, inp["q"].device.type).block_m <= FWD_SPLIT_MAX_BLOCK_M
+    if "k_cache" in inp:
+        return False  # a paged cache: the rule picks the branch-free loops
+    ck = inp["cu_seqlens_k"].cpu()
+    return not int((ck[1:] - ck[:-1]).max()) > inp["table"].shape[1]
+
+
 _RELBIAS_PERTURBATIONS = (
     Perturbation("bias-dropped", "the kernel adds no bias"),
     Perturbation("bias-shifted-kv-block", "the kernel reads the bias one KV block (BLOCK_N distances) off"),
@@ -94,9 +108,10 @@ register(Gate(
     name="relbias/triton_fwd_split",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", split_loops=True),
-    what="kernel: the forward kernel with one branch-free loop per kind of key tile (option split_loops, off "
-         "until timed), on every relbias shape",
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd",
+                                                          split_loops=_other_loops(inp, "fwd")),
+    what="kernel: the forward kernel with the other loop structure (option split_loops: branch-free loops where "
+         "the rule picks the per-tile branch, and the reverse), on every relbias shape",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
@@ -117,9 +132,11 @@ register(Gate(
     family="relbias",
     groups=RELBIAS_GROUPS,
     applies=lambda c: max(c["seqlens_q"]) <= 16,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", split_loops=True),
-    what="kernel: the split-K decode kernel with branch-free loops (option split_loops, off until timed) + the "
-         "merge, on every relbias shape with at most 16 query tokens per sequence",
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode",
+                                                          split_loops=_other_loops(inp, "decode")),
+    what="kernel: the split-K decode kernel with the other loop structure (option split_loops: branch-free loops "
+         "where the rule picks the per-tile branch, and the reverse) + the merge, on every relbias shape with at "
+         "most 16 query tokens per sequence",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 

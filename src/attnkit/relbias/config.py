@@ -41,10 +41,10 @@ FAST_INTERIOR = Switch("fast_interior", "ATTNKIT_RELBIAS_FAST_INTERIOR", True,
 HEAVY_FIRST = Switch("heavy_first", "ATTNKIT_RELBIAS_HEAVY_FIRST", True,
                      "forward kernel: each sequence's last query blocks (the most keys under a causal mask) are "
                      "launched first")
-SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", False,
-                     "forward kernel: one loop per kind of key tile (any / beyond the extent / inside it) with no "
-                     "branch in a loop body; the sm_90 TTGIR then computes the softmax once per tile instead of "
-                     "twice; not yet timed, so off")
+SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", None,
+                     "one loop per kind of key tile (any / beyond the extent / inside it) with no branch in a loop "
+                     "body; default: the rule (forward: up to 32 query rows; decode: keys beyond the extent, or "
+                     "a paged cache)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -69,21 +69,29 @@ class FwdConfig:
     block_n: int
     num_warps: int
     num_stages: int
+    split_loops: bool = False
+
+
+FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, up to this tile height (see above)
 
 
 def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int | None = None,
-               block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None) -> FwdConfig:
+               block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
+               split_loops: bool | None = None) -> FwdConfig:
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
-    smallest tile tl.dot accepts, instead of padding one token to 64 rows. Explicit values (the options)
-    beat the rule."""
+    smallest tile tl.dot accepts, instead of padding one token to 64 rows; those short tiles run the
+    branch-free loops at 3 stages. Explicit values (the options) beat the rule."""
     bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32 else 64)
+    short = bm <= FWD_SPLIT_MAX_BLOCK_M
+    split = short if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
     if bn is None:
         bn = 32 if head_dim == 256 else 64
         if device_type != "cuda":  # the interpreter: smaller tiles run faster on a CPU
             bn = min(bn, 32)
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
-    return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=num_stages or 2)
+    stages = num_stages or (3 if short and split else 2)
+    return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split)
 
 
 DECODE_MAX_Q = 16  # query tokens per sequence up to which the split-K decode kernel serves
@@ -100,6 +108,10 @@ class DecodePlan:
     keys_per_split: int
     num_warps: int
     num_stages: int
+    split_loops: bool = False
+
+
+PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch-free loops (see above)
 
 
 def use_decode(max_seqlen_q: int, group: int) -> bool:
@@ -110,11 +122,19 @@ def use_decode(max_seqlen_q: int, group: int) -> bool:
 def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: int, max_seqlen_k: int,
                 sm_count: int, device_type: str, num_splits: int | None = None, block_n: int | None = None,
                 num_warps: int | None = None, num_stages: int | None = None,
-                ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False) -> DecodePlan:
+                ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
+                split_loops: bool | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
-    (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it."""
+    (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
+    ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
+    branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles."""
     rows = max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length())
-    bn = _pow2("block_n", block_n, (16, 32, 64, 128)) or (32 if (head_dim == 256 or device_type != "cuda") else 64)
+    split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
+    bn = _pow2("block_n", block_n, (16, 32, 64, 128))
+    if bn is None:
+        bn = 32 if (head_dim == 256 or device_type != "cuda") else 64
+        if paged and split and head_dim <= 128 and device_type == "cuda":
+            bn = PAGED_SPLIT_BLOCK_N
     tiles = max(1, -(-max_seqlen_k // bn))
     if num_splits is None:
         target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
@@ -123,4 +143,4 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     tiles_per_split = -(-tiles // num_splits)
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, keys_per_split=tiles_per_split * bn,
-                      num_warps=w, num_stages=num_stages or (2 if paged else 3))
+                      num_warps=w, num_stages=num_stages or (2 if paged else 3), split_loops=split)

@@ -132,9 +132,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles (default on, as timed).
     Tuning options (each also an ``ATTNKIT_RELBIAS_...`` variable; default: the rules in
     ``attnkit.relbias.config``): ``heavy_first``, ``block_m``, ``block_n``, ``num_warps``, ``num_stages``,
-    ``ctas_per_sm`` (the decode split rule's target), ``split_loops`` (the forward kernel's branch-free loops,
-    off until timed), ``merge_block_d`` (output dims per merge program,
-    ``ATTNKIT_MERGE_BLOCK_D``).
+    ``ctas_per_sm`` (the decode split rule's target), ``split_loops`` (branch-free loops, one per kind of key
+    tile; the rule: forward tiles of at most 32 query rows, decode past the extent or over a paged cache),
+    ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
@@ -174,7 +174,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt), merge_block_d, split)
         return out, lse
-    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, **tune)
+    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, **tune)
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     relbias_fwd_kernel[grid](
@@ -187,20 +187,20 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
-        FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
 
 
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
             paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None,
-            split_loops=False):
+            split_loops=None):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
     plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
-                       paged=paged, fp8=fp8, **tune)
+                       paged=paged, fp8=fp8, extent=tab.shape[1], split_loops=split_loops, **tune)
     R = total_q * Hq
     m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
@@ -215,7 +215,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=plan.block_r, BLOCK_N=plan.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
-        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(), SPLIT_LOOPS=split_loops,
+        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(), SPLIT_LOOPS=plan.split_loops,
         num_warps=plan.num_warps, num_stages=plan.num_stages,
     )
     splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d,

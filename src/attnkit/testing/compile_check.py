@@ -46,7 +46,9 @@ def _variants():
                                                    (64, False, True, False, True, 16, True),
                                                    (256, True, True, True, True, 8192, True)):
         cfg = fwd_config(D, max_q, "cuda")
-        for split in ((False, True) if fast and D == 128 else (False,)):  # split: split_loops, not yet the default
+        for split in ((cfg.split_loops, not cfg.split_loops) if fast and D == 128 else (cfg.split_loops,)):
+            # the rule's loops first, then (D 128) the other structure, at the stages the rule gives it
+            cfg = fwd_config(D, max_q, "cuda", split_loops=split)
             out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m}"
                         + ("" if fast else " masked") + (" split" if split else ""),
                         relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
@@ -57,14 +59,17 @@ def _variants():
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
                               K_SCALE="*fp32", V_SCALE="*fp32")
-    for D, group, paged, fp8 in ((128, 8, False, False), (128, 8, True, False), (128, 8, False, True),
-                                 (256, 16, False, False)):
-        dp = decode_plan(32, 8, group, D, 1, 8192, 132, "cuda", paged=paged, fp8=fp8)
-        out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)}", relbias_decode_split_kernel,
+    for D, group, paged, fp8, max_k in ((128, 8, False, False, 8192), (128, 8, False, False, 65536),
+                                        (128, 8, True, False, 8192), (128, 8, False, True, 8192),
+                                        (256, 16, False, False, 8192)):
+        dp = decode_plan(32, 8, group, D, 1, max_k, 132, "cuda", paged=paged, fp8=fp8, extent=8192)
+        out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)} bn{dp.block_n}"
+                    + (" split" if dp.split_loops else ""), relbias_decode_split_kernel,
                     dec_ptr("fp8e4nv" if fp8 else "bf16"),
                     dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n,
                          PAGED=paged, PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False, PERTURB=0,
-                         DOT_F32=False), dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
+                         DOT_F32=False, SPLIT_LOOPS=dp.split_loops), dict(num_warps=dp.num_warps,
+                                                                         num_stages=dp.num_stages)))
     for fp8 in (False, True):
         out.append((f"relbias_write fp8{int(fp8)}", relbias_write_kv_kernel,
                     dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",

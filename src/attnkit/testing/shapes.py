@@ -134,6 +134,7 @@ _rb("relbias-model", "decode-b1-64k", [1], [65536], **_M)
 _rb("relbias-model", "decode-b32-64k", [1] * 32, [65536] * 32, **_M)
 _rb("relbias-model", "decode-b32-8k", [1] * 32, [8192] * 32, **_M)
 _rb("relbias-model", "verify32-64k", [32], [65536], **_M)
+_rb("relbias-model", "verify32-8k", [32], [8192], **_M)
 _rb("relbias-model", "varlen-mixed", [4096, 2048, 1023, 1024, 513, 203, 113, 1],
     [4096, 2048, 1023, 1024, 513, 203, 113, 1], **_M)
 _rb("relbias-model", "paged-decode-b32-8k-bs16", [1] * 32, [8192] * 32, block_size=16, **_M)
