@@ -124,7 +124,11 @@ def test_relbias_custom_ops(device):
 
 def test_dispatch_rule_is_a_pure_function_of_shapes():
     from attnkit.relbias.config import decode_plan, use_decode
-    assert use_decode(1, 8) and use_decode(16, 8) and not use_decode(17, 1) and not use_decode(16, 16)
+    assert use_decode(1, 8) and use_decode(16, 8) and use_decode(32, 8) and use_decode(16, 16)
+    assert not use_decode(33, 1) and not use_decode(1, 129)
+    v = decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192)  # 32 tokens x 8 heads: 2 blocks of 128 rows
+    assert v.block_r == 128 and v.token_blocks == 2 and v.num_splits == 33 and v.split_loops
+    assert decode_plan(1, 8, 3, 128, 5, 100, 132, "cuda").token_blocks == 1  # 15 rows in one 16-row tile
     p = decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda")  # 4 programs per SM: 528 over 8 KV heads
     assert p.block_r == 16 and p.num_splits == 66 and p.keys_per_split * p.num_splits >= 65536
     assert p.num_warps == 4 and p.num_stages == 3

@@ -33,7 +33,7 @@ PROVIDERS: dict[str, list[Provider]] = {
     "relbias": [
         Provider("attnkit_fwd", "relbias", "ours",
                  "attnkit.relbias.relbias_attention as dispatched (forward kernel; split-K decode kernel + merge "
-                 "for up to 16 query tokens)",
+                 "for up to 32 query tokens)",
                  lambda inp: _relbias_ours(inp)),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "

@@ -62,6 +62,9 @@ def relbias_kernel_call(inp, perturb=None, fn=None, force=None, **extra):
     return fn(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], out=out, lse=lse, _perturb=perturb, **kw)
 
 
+from ..relbias.config import DECODE_MAX_Q as _DECODE_MAX_Q  # noqa: E402
+
+
 def _other_loops(inp, kernel):
     """The split_loops value the launch rule does NOT pick for this input, so that the default gate and this
     one together run both loop structures on every shape."""
@@ -90,7 +93,7 @@ register(Gate(
     groups=RELBIAS_GROUPS,
     subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd"),
     what="kernel: Triton forward kernel as launched by default (mask-free interior tiles), on every relbias shape (the dispatcher sends it sequences of more "
-         "than 16 query tokens, and decode tiles of more than 128 packed rows)",
+         "than 32 query tokens, and more than 128 query heads per KV head)",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
@@ -119,24 +122,26 @@ register(Gate(
     name="relbias/triton_decode",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    applies=lambda c: max(c["seqlens_q"]) <= 16,
+    applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q,
     subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode"),
     what="kernel: Triton split-K decode kernel (query heads of a KV head packed into one tile) + Triton "
-         "merge, on every relbias shape with at most 16 query tokens per sequence",
+         "merge, on every relbias shape with at most 32 query tokens per sequence",
     perturbations=_RELBIAS_PERTURBATIONS + (
-        Perturbation("split-lost", "the last split left out of the merge", lambda c: max(c["seqlens_k"]) > 128),),
+        Perturbation("split-lost", "the last split left out of the merge", lambda c: max(c["seqlens_k"]) > 128),
+        Perturbation("token-block-dropped", "every token block computes the first block's tokens",
+                     lambda c: max(c["seqlens_q"]) * (c["Hq"] // c["Hkv"]) > 128),),
 ))
 
 register(Gate(
     name="relbias/triton_decode_split",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    applies=lambda c: max(c["seqlens_q"]) <= 16,
+    applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q,
     subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode",
                                                           split_loops=_other_loops(inp, "decode")),
     what="kernel: the split-K decode kernel with the other loop structure (option split_loops: branch-free loops "
          "where the rule picks the per-tile branch, and the reverse) + the merge, on every relbias shape with at "
-         "most 16 query tokens per sequence",
+         "most 32 query tokens per sequence",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 

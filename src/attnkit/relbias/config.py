@@ -21,6 +21,20 @@ setting of a grid timed alternating in that run):
     4 warps, 3 stages, 3 per SM (the fp8 rule):                 88.1 / 331 / 2328 / 350 / 348 / 286
   (b1 x 64K's best, 88.1 at 3 per SM and 86.9 at 8, is left: one rule serves the contiguous bf16 rows, and
   4 per SM is the best at b32 x 8K and within 2 % at b32 x 64K).
+- Loop structure (``split_loops``: one branch-free loop per kind of key tile, against one loop with a branch
+  per tile), `benchmarks/sweeps/h200-67ecdb2/sweep-relbias-fwd-split.json`, `sweep-relbias-decode-split.json`,
+  then the rules below against their alternative in `sweep-relbias-rules.json` (and
+  `benchmarks/sweeps/h200-b166879/sweep-relbias-rules-2.json`). Rule / the other structure:
+    forward, 32 query tokens against 64K / 8K keys (32-row tiles, 3 stages):  1200 / 1881,  219 / 288
+    forward, prefill 8K global / window 1024 / varlen mixed (64-row tiles):   5879 / 6002, 1563 / 2262,
+                                                                              2447 / 4729 (the branch is kept)
+    decode b1 x 64K, b32 x 64K (keys beyond the extent):                      82.1 / 92.5, 1972 / 2057
+    decode b32 x 8K (every key inside the extent; the branch is kept):        262.9 / 272.0
+    paged decode b32 x 8K, block size 16 / 64 (128-key tiles):                317.3 / 338.8, 315.9 / 335.7
+    fp8 decode b32 x 8K:                                                      286.8 / 285.8 (a tie; the branch)
+  The paged gain is measured with our settings alternating; alternating with the peers in `attnkit bench`
+  the paged rows read 337-341 us (`benchmarks/sweeps/h200-b166879/paged-vs-*.json`: 317 beside cuDNN,
+  325 beside the 16 ms bias-mask SDPA).
 """
 
 from __future__ import annotations
@@ -94,8 +108,8 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split)
 
 
-DECODE_MAX_Q = 16  # query tokens per sequence up to which the split-K decode kernel serves
-DECODE_MAX_ROWS = 128  # packed rows (tokens x query heads per KV head) of one decode tile
+DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)
+DECODE_MAX_ROWS = 128  # packed rows (tokens x query heads per KV head) of one decode tile; more take token blocks
 SPLIT_TARGET_CTAS_PER_SM = 4  # split rule: programs per SM the splits aim for (contiguous bf16 / fp16 caches)
 PAGED_CTAS_PER_SM, FP8_CTAS_PER_SM = 2, 3  # paged caches; contiguous fp8 caches (the sweeps above)
 
@@ -105,6 +119,7 @@ class DecodePlan:
     block_r: int
     block_n: int
     num_splits: int
+    token_blocks: int
     keys_per_split: int
     num_warps: int
     num_stages: int
@@ -116,7 +131,7 @@ PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch
 
 def use_decode(max_seqlen_q: int, group: int) -> bool:
     """Decode / verify shapes go to the split-K decode kernel, the rest to the forward kernel."""
-    return max_seqlen_q <= DECODE_MAX_Q and max_seqlen_q * group <= DECODE_MAX_ROWS
+    return max_seqlen_q <= DECODE_MAX_Q and group <= DECODE_MAX_ROWS
 
 
 def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: int, max_seqlen_k: int,
@@ -128,7 +143,11 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
     branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles."""
-    rows = max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length())
+    rows = min(DECODE_MAX_ROWS, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+    tokens_per_block = rows // group
+    if tokens_per_block < 1:
+        raise ValueError(f"group: {group} query heads per KV head exceed the decode tile's {DECODE_MAX_ROWS} rows")
+    token_blocks = -(-max(1, max_seqlen_q) // tokens_per_block)
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
     if bn is None:
@@ -138,9 +157,10 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     tiles = max(1, -(-max_seqlen_k // bn))
     if num_splits is None:
         target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
-        want = -(-(target * sm_count) // max(1, batch * hkv))
+        want = -(-(target * sm_count) // max(1, batch * hkv * token_blocks))
         num_splits = max(1, min(want, tiles))
     tiles_per_split = -(-tiles // num_splits)
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
-    return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, keys_per_split=tiles_per_split * bn,
+    return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
+                      keys_per_split=tiles_per_split * bn,
                       num_warps=w, num_stages=num_stages or (2 if paged else 3), split_loops=split)

@@ -11,10 +11,11 @@ import triton
 from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
-                     SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, decode_plan, fwd_config, use_decode)
+                     SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, decode_plan, fwd_config, use_decode,
+                     DECODE_MAX_Q, DECODE_MAX_ROWS)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
-                 "split-lost": 0}
+                 "split-lost": 0, "token-block-dropped": 5}
 _KV_DTYPES = (torch.bfloat16, torch.float16, torch.float8_e4m3fn)
 
 
@@ -124,8 +125,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       split_loops=None, _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
-    Dispatch (``config.use_decode``): up to 16 query tokens per sequence go to the split-K decode kernel
-    (query heads of one KV head packed into one tile), longer ones to the forward kernel.
+    Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
+    (query heads of one KV head packed into tiles of tokens), longer ones to the forward kernel.
     ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan; give them (host ints) to avoid
     a device sync, e.g. under CUDA-graph capture together with ``validate=False`` and caller-owned
     ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule. ``fast_interior`` (else
@@ -164,7 +165,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     tab = table.float().contiguous() if table.dtype != torch.float32 or not table.is_contiguous() else table
     scale = 1.0 / math.sqrt(D) if softmax_scale is None else float(softmax_scale)
     dummy = cu_seqlens_q
-    decode_ok = out.is_contiguous() and lse.is_contiguous() and max_seqlen_q <= 16
+    decode_ok = out.is_contiguous() and lse.is_contiguous() and max_seqlen_q <= DECODE_MAX_Q and Hq // Hkv <= DECODE_MAX_ROWS
     want_decode = use_decode(max_seqlen_q, Hq // Hkv) if _force is None else _force == "decode"
     if want_decode and decode_ok:
         if max_seqlen_k is None:
@@ -206,7 +207,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     l = torch.empty_like(m)
     acc = torch.empty((plan.num_splits, R, D), dtype=torch.float32, device=q.device)
     dummy = cu_q
-    relbias_decode_split_kernel[(plan.num_splits, B, Hkv)](
+    relbias_decode_split_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
         q, kk, vv, tab, m, l, acc,
         cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,
         k_scale if fp8 else tab, v_scale if fp8 else tab,

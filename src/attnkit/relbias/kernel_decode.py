@@ -1,8 +1,9 @@
-"""relbias split-K decode kernel (decode and speculative verify: 1 to 16 query tokens per sequence).
+"""relbias split-K decode kernel (decode and speculative verify: 1 to 32 query tokens per sequence).
 
 Computes   per (sequence, KV head, split): the un-normalized partials (m, l, acc) of the relbias scores
            of the split's key range, for the GROUP query heads of that KV head times the sequence's
-           query tokens, packed into one tile of rows (row r = token r // GROUP, head g*GROUP + r % GROUP).
+           query tokens, packed into tiles of rows (row r of token block tb = token tb * (BLOCK_R // GROUP) +
+           r // GROUP, head g*GROUP + r % GROUP; more tokens than one tile holds take more token blocks).
            attnkit.splitk merges the partials in split order (deterministic).
 Contract   as kernel_fwd.py; partials m, l [S, total_q * Hq] fp32 (natural-log units), acc
            [S, total_q * Hq, D] fp32, row index = token * Hq + head. An empty split writes m = -inf,
@@ -10,7 +11,7 @@ Contract   as kernel_fwd.py; partials m, l [S, total_q * Hq] fp32 (natural-log u
 Numerics   as kernel_fwd.py; the bias is looked up per row's own query head and position, so packing the
            heads changes what a row means but not which bias it gets; fp8's value scale is applied to acc
            (the merge is linear in acc).
-Dispatch   attnkit.relbias.interface (max_seqlen_q <= 16); split count: attnkit.relbias.config.
+Dispatch   attnkit.relbias.interface (config.use_decode); split count, token blocks: attnkit.relbias.config.
 Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gate "relbias/triton_fwd".
 """
 
@@ -29,7 +30,7 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, p
                PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
                CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr):
     """The split's key tiles n_lo, n_lo + BLOCK_N, ... < n_hi. MODE 2 (the timed default): every tile, the
-    constant tail or the lookup chosen per tile by a branch (pos0: the first token's position). With
+    constant tail or the lookup chosen per tile by a branch (pos0: the block's first token's position). With
     SPLIT_LOOPS one kind per loop, no branch in the loop body (see kernel_fwd._tiles): MODE 0, tiles wholly
     beyond the extent (the constant tail, no lookup); 1, the rest (the bias looked up at the index clamped into
     the table)."""
@@ -90,7 +91,9 @@ def relbias_decode_split_kernel(
 ):
     split = tl.program_id(0)
     b = tl.program_id(1)
-    g = tl.program_id(2)
+    g = tl.program_id(2) % (HQ // GROUP)
+    tb = tl.program_id(2) // (HQ // GROUP)  # token block: tokens tb * TPB .. tb * TPB + TPB - 1
+    TPB = BLOCK_R // GROUP  # tokens per block (constexpr)
     if PERTURB == 4:
         g_kv = (g + 1) % (HQ // GROUP)
     else:
@@ -109,9 +112,12 @@ def relbias_decode_split_kernel(
         win = window
 
     rows = tl.arange(0, BLOCK_R)
-    tok = rows // GROUP
+    if PERTURB == 5:  # the deliberately broken variant: every token block computes the first block's tokens
+        tok = rows // GROUP
+    else:
+        tok = tb * TPB + rows // GROUP
     head = g * GROUP + rows % GROUP
-    row_ok = tok < seqlen_q
+    row_ok = (rows // GROUP < TPB) & (tok < seqlen_q)
     pos = seqlen_k - seqlen_q + tok
     offs_d = tl.arange(0, HEAD_DIM)
     q_ptrs = Q + (q_start.to(tl.int64) + tok)[:, None] * stride_qt + head[:, None] * stride_qh + offs_d[None, :]
@@ -120,11 +126,12 @@ def relbias_decode_split_kernel(
     if FP8:
         qk_scale = qk_scale * tl.load(K_SCALE + g_kv)
 
-    # this split's key range, clipped to what the sequence's queries can see
-    hi = seqlen_k  # the last query sits at position seqlen_k - 1
+    # this split's key range, clipped to what the block's queries can see (an empty block sees nothing)
+    pos0 = seqlen_k - seqlen_q + tb * TPB  # the block's first token
+    hi = tl.where(tb * TPB < seqlen_q, seqlen_k - seqlen_q + tl.minimum(tb * TPB + TPB, seqlen_q), 0)
     lo = 0
     if HAS_WINDOW:
-        lo = tl.maximum(0, seqlen_k - seqlen_q - win + 1)
+        lo = tl.maximum(0, pos0 - win + 1)
     s_lo = split * keys_per_split
     s_hi = tl.minimum(s_lo + keys_per_split, hi)
     s_lo = tl.maximum(s_lo, (lo // BLOCK_N) * BLOCK_N)
@@ -143,7 +150,6 @@ def relbias_decode_split_kernel(
         tail_v = tail
     else:
         tail_v = tl.zeros([BLOCK_R], dtype=tl.float32)
-    pos0 = seqlen_k - seqlen_q
     if SPLIT_LOOPS:
         # tiles wholly beyond the extent first (their smallest distance, the first token's to the tile's last key,
         # is >= E), then the rest: two branch-free loops

@@ -59,11 +59,11 @@ def _variants():
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
                               K_SCALE="*fp32", V_SCALE="*fp32")
-    for D, group, paged, fp8, max_k in ((128, 8, False, False, 8192), (128, 8, False, False, 65536),
-                                        (128, 8, True, False, 8192), (128, 8, False, True, 8192),
-                                        (256, 16, False, False, 8192)):
-        dp = decode_plan(32, 8, group, D, 1, max_k, 132, "cuda", paged=paged, fp8=fp8, extent=8192)
-        out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)} bn{dp.block_n}"
+    for D, group, paged, fp8, max_k, max_q in ((128, 8, False, False, 8192, 1), (128, 8, False, False, 65536, 1),
+                                               (128, 8, True, False, 8192, 1), (128, 8, False, True, 8192, 1),
+                                               (256, 16, False, False, 8192, 1), (128, 8, False, False, 65536, 32)):
+        dp = decode_plan(32, 8, group, D, max_q, max_k, 132, "cuda", paged=paged, fp8=fp8, extent=8192)
+        out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)} r{dp.block_r} bn{dp.block_n}"
                     + (" split" if dp.split_loops else ""), relbias_decode_split_kernel,
                     dec_ptr("fp8e4nv" if fp8 else "bf16"),
                     dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n,

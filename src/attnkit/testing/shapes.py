@@ -88,13 +88,18 @@ _rb("relbias-prefill", "s2048-w1024", [2048], [2048], Hq=16, Hkv=2, D=128, E=819
 # chunked prefill (seqlen_q < seqlen_k)
 _rb("relbias-chunked", "q37-k203", [37], [203], E=96)
 _rb("relbias-chunked", "q113-k1023-w256", [113], [1023], Hq=8, Hkv=2, D=128, E=300, window=256, tiers=(FULL,))
-# decode (1 token) and speculative verify (2..16 tokens)
+# decode (1 token) and speculative verify (2..32 tokens)
 _rb("relbias-decode", "b3-k203", [1, 1, 1], [203, 1, 77], E=100)
 _rb("relbias-decode", "b2-clamp-window-tail", [1, 3], [150, 90], E=8, window=64, beyond="clamp")
 _rb("relbias-decode", "b2-e1-gqa4", [2, 1], [70, 33], Hq=8, Hkv=2, E=1)
 _rb("relbias-decode", "b4-k4096", [1] * 4, [4096, 1023, 113, 2048], Hq=32, Hkv=4, D=128, E=8192, tiers=(FULL,))
 _rb("relbias-verify", "t4-k203", [4], [203], E=150, window=100)
 _rb("relbias-verify", "t16-k1023", [16, 2], [1023, 300], Hq=16, Hkv=2, D=128, E=512, tiers=(FULL,))
+# more tokens x heads than one decode tile's 128 rows: several token blocks per KV head
+_rb("relbias-verify", "t24-g16-blocks-w64", [24, 5], [300, 41], Hq=16, Hkv=1, E=100, window=64)
+_rb("relbias-verify", "t32-g8-blocks-clamp", [32, 1], [500, 40], Hq=16, Hkv=2, E=40, beyond="clamp")
+_rb("relbias-verify", "t32-k4096-paged", [32, 17], [4096, 2000], Hq=32, Hkv=4, D=128, E=1024, block_size=64,
+    tiers=(FULL,))
 # varlen batches with mixed and off-grid lengths
 _rb("relbias-varlen", "mixed3", [1, 37, 20], [1, 113, 20], E=64)
 _rb("relbias-varlen", "mixed5", [113, 1, 203, 64, 1023], [113, 300, 203, 128, 1023], Hq=8, Hkv=1, D=128, E=700,
