@@ -222,7 +222,8 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
                                   dict(block_m=128, block_n=64, num_warps=8, heavy_first=True, fast_interior=True),
                                   dict(block_n=16, num_stages=1, ctas_per_sm=4, merge_block_d=16),
                                   dict(split_loops=True), dict(split_loops=True, fast_interior=False),
-                                  dict(split_loops=True, block_m=32, block_n=16, heavy_first=False)])
+                                  dict(split_loops=True, block_m=32, block_n=16, heavy_first=False),
+                                  dict(decode_rows=16, split_loops=False)])
 def test_tuning_options_give_the_oracles_answer(opts, device):
     """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
     answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode
@@ -230,7 +231,7 @@ def test_tuning_options_give_the_oracles_answer(opts, device):
     for case_id in ("relbias-prefill-s113", "relbias-chunked-q37-k203", "relbias-varlen-mixed3",
                     "relbias-decode-b3-k203", "relbias-verify-t4-k203", "relbias-paged-bs16-decode",
                     "relbias-extent-e-lt-window-clamp", "relbias-window-w1", "relbias-extent-e1",
-                    "relbias-paged-bs16-one-page"):
+                    "relbias-paged-bs16-one-page", "relbias-verify-t24-g16-blocks-w64"):
         inp = _inp(case_id, device)
         out, lse = relbias_kernel_call(inp, **opts)
         ref, ref_lse = relbias_oracle(inp)

@@ -3,22 +3,24 @@ renders this into the README; keep it true (the tests check that an implemented 
 
 KERNEL_PATHS = {
     "sparse_int8": [
-        ("prefill (many rows; gated on the H200 at 61ea482, 2.32 ms at 2048 rows: the 0.45 ms target is not met)",
+        ("prefill (many rows; gated on the H200 at b166879, 2.35 ms at 2048 rows: the 0.45 ms target is not met)",
          "implemented"),
-        ("split-K decode (1-16 rows) + merge (gated on the H200 at 61ea482; 11.1 / 22.8 us at 1 / 8 rows: the "
+        ("split-K decode (1-16 rows) + merge (gated on the H200 at b166879; 9.1 / 23.0 us at 1 / 8 rows: the "
          "6 / 8 us targets are not met)", "implemented"),
     ],
     "mqa_decode": [
-        ("head-padded (heads on M, padded to 64; gated on the H200 at 61ea482; the dispatched path)", "implemented"),
-        ("swap-AB (slots on M, 16 / 32 live heads on N; gated on the H200 at 61ea482; 1.24-1.49x faster than "
+        ("head-padded (heads on M, padded to 64; gated on the H200 at b166879; the dispatched path)", "implemented"),
+        ("swap-AB (slots on M, 16 / 32 live heads on N; gated on the H200 at b166879; 1.24-1.49x faster than "
          "head-padded for fp8 records, slower for nvfp4 but a tie at 16 heads and 1-4 tokens; the single cutoff "
          "over both formats is none, swapab_per_format=True dispatches fp8 steps to it)", "implemented"),
-        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at e3c66a8)", "implemented"),
+        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at b166879)", "implemented"),
     ],
     "relbias": [
-        ("forward: prefill / chunked / varlen / paged / fp8 (Triton; gated on the H200 at aa4c42a)", "implemented"),
-        ("decode / verify: split-K with GQA packing + Triton merge (gated on the H200 at 61ea482)", "implemented"),
-        ("paged KV writer (fp8 quantizing; byte-exact in the interpreter; its GPU test has not run)", "implemented"),
+        ("forward: prefill / chunked / varlen / paged / fp8 (Triton; gated on the H200 at b166879)", "implemented"),
+        ("decode / verify, up to 32 query tokens: split-K with GQA packing in token blocks + Triton merge (gated on "
+         "the H200 at 43b1cca)", "implemented"),
+        ("paged KV writer (fp8 quantizing; byte-exact in the interpreter and in its H200 test at b166879)",
+         "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),

@@ -134,9 +134,13 @@ def _key_cell(cr: dict, num: str, den: str) -> str:
 
 
 def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> str:
-    rows = [r for r in art["rows"] if r["family"] == family and (only is None or (r["case"], r["provider"]) in only)]
+    # the cases this artifact still holds the newest figure for; their every row of this run is shown (the
+    # paired ratios are of this run), a figure a newer run re-measured marked with a dagger
+    newest = [r for r in art["rows"] if r["family"] == family and (only is None or (r["case"], r["provider"]) in only)]
+    cases = list(dict.fromkeys(r["case"] for r in newest))
+    rows = [r for r in art["rows"] if r["family"] == family and r["case"] in cases]
     provs = list(dict.fromkeys(r["provider"] for r in rows))
-    cases = list(dict.fromkeys(r["case"] for r in rows))
+    stale = {(r["case"], r["provider"]) for r in rows} - {(r["case"], r["provider"]) for r in newest}
     env = art["env"]
     kinds = art.get("providers", {})
     keys = [k for k in KEY_RATIOS.get(family, ()) if k[0] in provs and k[1] in provs]
@@ -157,8 +161,9 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> st
                 cells.append("failed: " + r["error"].split(":")[0])
             else:
                 eager = "" if r.get("timing") == "cuda-graph" else " (eager)"
+                dag = " †" if (c, p) in stale else ""
                 cells.append(f"{_fmt_us(r['median_us'])} [{_fmt_us(r['p20_us'])}–{_fmt_us(r['p80_us'])}] "
-                             f"{_pct(family, r):.0f}%{eager}")
+                             f"{_pct(family, r):.0f}%{eager}{dag}")
         cells += [_key_cell(cr, k[0], k[1]) for k in keys]
         cells.append(_ratio_cell(cr, kinds))
         cells.append(_ours_cell(cr, kinds, c, family))
@@ -167,7 +172,8 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> st
     caption = (f"Median µs [p20–p80] and % of the floor; {env.get('device_name')}, torch {env.get('torch')}, "
                f"triton {env.get('triton')}, commit {str(env.get('git_sha'))[:12]}, {env.get('time_utc')}; "
                f"{'warm L2' if any(r.get('warm_l2') for r in rows) else 'inputs rotated over >= 3x L2'}, "
-               f"CUDA-graph replay. Artifact `{rel}`; reproduce with `{art.get('repro')}`.")
+               f"CUDA-graph replay. Artifact `{rel}`; reproduce with `{art.get('repro')}`."
+               + (" † re-measured by a newer run (above)." if stale else ""))
     return caption + "\n\n" + "\n".join(lines)
 
 

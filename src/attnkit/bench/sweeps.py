@@ -94,6 +94,17 @@ SWEEPS: dict[str, Sweep] = {
         ("split", dict(split_loops=True)),
         ("md-row", dict(merge_block_d=256)),
     )),
+    "relbias-verify": Sweep("relbias", "17-32 query tokens: the decode kernel's rows per tile and warps, and the "
+                            "forward kernel (the route before the decode kernel took these shapes)",
+                            ("relbias-model-verify32-64k", "relbias-model-verify32-8k"), (
+        ("rule", {}),
+        ("rows64", dict(decode_rows=64)),
+        ("rows64-w8", dict(decode_rows=64, num_warps=8)),
+        ("rows128-w8", dict(num_warps=8)),
+        ("rows32", dict(decode_rows=32)),
+        ("rows64-s2", dict(decode_rows=64, num_stages=2)),
+        ("fwd-kernel", dict(_force="fwd")),
+    )),
     "relbias-merge": Sweep("relbias", "decode: output dims per merge program", _RB_DEC_CASES[:2], (
         ("rule", {}),
         ("md64", dict(merge_block_d=64)),

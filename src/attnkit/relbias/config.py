@@ -35,6 +35,13 @@ setting of a grid timed alternating in that run):
   The paged gain is measured with our settings alternating; alternating with the peers in `attnkit bench`
   the paged rows read 337-341 us (`benchmarks/sweeps/h200-b166879/paged-vs-*.json`: 317 beside cuDNN,
   325 beside the 16 ms bias-mask SDPA).
+- Route of 17 to 32 query tokens: the decode kernel (token blocks of 128 packed rows, 4 warps, split-K) instead of
+  the forward kernel (one program per query head and 32-row block). 32 tokens against 64K / 8K keys:
+  1217 / 217.9 us by the forward kernel (`benchmarks/results/relbias-h200-2026-11-30-b166879.json`), 984.5 / 218.4
+  by the decode kernel (`relbias-h200-2026-11-30-43b1cca-verify.json`); two runs, not alternating (flash without a
+  bias read 436.5 / 63.6 and 434.1 / 62.9 in them). The 128-row decode tile at 4 warps holds 255 registers and
+  spills 736 bytes on sm_90 (compile_check); 64 rows at 8 warps hold 144 and spill nothing. Untimed: the grid
+  `attnkit bench --family relbias --sweep relbias-verify` times them against the rule and the forward kernel.
 """
 
 from __future__ import annotations
@@ -67,6 +74,9 @@ WARPS_OPT = IntOption("num_warps", "ATTNKIT_RELBIAS_WARPS", None, 4, 8,
                       "warps per program of the kernel that runs (4 or 8); default: the rule")
 STAGES_OPT = IntOption("num_stages", "ATTNKIT_RELBIAS_STAGES", None, 1, 5,
                        "software-pipeline stages of the kernel that runs (1 to 5); default: the rule")
+DECODE_ROWS_OPT = IntOption("decode_rows", "ATTNKIT_RELBIAS_DECODE_ROWS", None, 16, 128,
+                            "decode kernel: most packed rows (tokens x query heads of a KV head) per tile (16, 32, "
+                            "64 or 128, at least the heads per KV head); default: DECODE_MAX_ROWS")
 CTAS_OPT = IntOption("ctas_per_sm", "ATTNKIT_RELBIAS_CTAS_PER_SM", None, 1, 16,
                      "decode split rule: programs per SM the splits aim for; default: SPLIT_TARGET_CTAS_PER_SM")
 
@@ -138,15 +148,16 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 sm_count: int, device_type: str, num_splits: int | None = None, block_n: int | None = None,
                 num_warps: int | None = None, num_stages: int | None = None,
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
-                split_loops: bool | None = None) -> DecodePlan:
+                split_loops: bool | None = None, decode_rows: int | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
     branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles."""
-    rows = min(DECODE_MAX_ROWS, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+    cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
+    rows = min(cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
     tokens_per_block = rows // group
     if tokens_per_block < 1:
-        raise ValueError(f"group: {group} query heads per KV head exceed the decode tile's {DECODE_MAX_ROWS} rows")
+        raise ValueError(f"decode_rows: {group} query heads per KV head exceed the decode tile's {rows} rows")
     token_blocks = -(-max(1, max_seqlen_q) // tokens_per_block)
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
