@@ -156,6 +156,10 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert not fwd_config(128, 33, "cuda").split_loops and fwd_config(128, 33, "cuda").num_stages == 2
     assert fwd_config(128, 33, "cuda", split_loops=True).split_loops
     assert fwd_config(128, 32, "cuda", split_loops=False).num_stages == 2
+    pf = fwd_config(128, 8192, "cuda", bias_prefetch=True)  # the prefetch runs in the branch-free loops
+    assert pf.bias_prefetch and pf.split_loops and pf.num_stages == 2
+    with pytest.raises(ValueError, match="bias_prefetch"):
+        fwd_config(128, 8192, "cuda", split_loops=False, bias_prefetch=True)
 
 
 def test_merge_rule_spreads_few_rows_over_more_programs():
@@ -207,9 +211,10 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     ck = torch.tensor([0, lk[0], sum(lk)], dtype=torch.int32, device=device)
     kw = dict(cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, window=window, beyond=beyond, _force="fwd")
     a = relbias_attention(q, k, v, fast_interior=False, **kw)
-    for opts in (dict(fast_interior=True), dict(split_loops=True), dict(split_loops=True, fast_interior=False)):
+    for opts in (dict(fast_interior=True), dict(split_loops=True), dict(split_loops=True, fast_interior=False),
+                 dict(bias_prefetch=True)):
         b = relbias_attention(q, k, v, **opts, **kw)  # the same tiles in the same order, the same arithmetic
-        if device == "cuda" and opts.get("split_loops"):
+        if device == "cuda" and (opts.get("split_loops") or opts.get("bias_prefetch")):
             # compiled, the other loop structure may contract a multiply-add differently (H200: a few outputs
             # differ in the last bit); its parity with the fp64 oracle is the relbias/triton_*_split gates'
             torch.testing.assert_close(b[0], a[0], rtol=2 ** -7, atol=2 ** -7, msg=str(opts))
@@ -223,7 +228,8 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
                                   dict(block_n=16, num_stages=1, ctas_per_sm=4, merge_block_d=16),
                                   dict(split_loops=True), dict(split_loops=True, fast_interior=False),
                                   dict(split_loops=True, block_m=32, block_n=16, heavy_first=False),
-                                  dict(decode_rows=16, split_loops=False)])
+                                  dict(decode_rows=16, split_loops=False), dict(bias_prefetch=True),
+                                  dict(bias_prefetch=True, block_m=16, block_n=16)])
 def test_tuning_options_give_the_oracles_answer(opts, device):
     """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
     answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode

@@ -94,6 +94,15 @@ SWEEPS: dict[str, Sweep] = {
         ("split", dict(split_loops=True)),
         ("md-row", dict(merge_block_d=256)),
     )),
+    "relbias-fwd-prefetch": Sweep("relbias", "forward kernel: each interior tile's bias loaded one tile ahead "
+                                  "(bias_prefetch, in the branch-free loops) against the rule", _RB_FWD_CASES[:3], (
+        ("rule", {}),
+        ("split", dict(split_loops=True)),
+        ("prefetch", dict(bias_prefetch=True)),
+        ("prefetch-s3", dict(bias_prefetch=True, num_stages=3)),
+        ("prefetch-bn32", dict(bias_prefetch=True, block_n=32)),
+        ("prefetch-bm128-w8", dict(bias_prefetch=True, block_m=128, num_warps=8)),
+    )),
     "relbias-verify": Sweep("relbias", "17-32 query tokens: the decode kernel's rows per tile and warps, and the "
                             "forward kernel (the route before the decode kernel took these shapes)",
                             ("relbias-model-verify32-64k", "relbias-model-verify32-8k"), (

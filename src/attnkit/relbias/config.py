@@ -66,6 +66,9 @@ SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", None,
                      "one loop per kind of key tile (any / beyond the extent / inside it) with no branch in a loop "
                      "body; default: the rule (forward: up to 32 query rows; decode: keys beyond the extent, or "
                      "a paged cache)")
+BIAS_PREFETCH = Switch("bias_prefetch", "ATTNKIT_RELBIAS_BIAS_PREFETCH", False,
+                       "forward kernel: each tile inside the extent loads its bias one tile ahead, so the load's "
+                       "latency overlaps the previous tile's MMAs (takes the branch-free loops); not yet timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -94,6 +97,7 @@ class FwdConfig:
     num_warps: int
     num_stages: int
     split_loops: bool = False
+    bias_prefetch: bool = False
 
 
 FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, up to this tile height (see above)
@@ -101,13 +105,17 @@ FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, 
 
 def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int | None = None,
                block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
-               split_loops: bool | None = None) -> FwdConfig:
+               split_loops: bool | None = None, bias_prefetch: bool = False) -> FwdConfig:
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
     smallest tile tl.dot accepts, instead of padding one token to 64 rows; those short tiles run the
     branch-free loops at 3 stages. Explicit values (the options) beat the rule."""
     bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32 else 64)
     short = bm <= FWD_SPLIT_MAX_BLOCK_M
     split = short if split_loops is None else split_loops
+    if bias_prefetch:
+        if split_loops is False:
+            raise ValueError("bias_prefetch: needs the branch-free loops; it cannot be combined with split_loops=False")
+        split = True
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
     if bn is None:
         bn = 32 if head_dim == 256 else 64
@@ -115,7 +123,8 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
             bn = min(bn, 32)
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
     stages = num_stages or (3 if short and split else 2)
-    return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split)
+    return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split,
+                     bias_prefetch=bias_prefetch)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

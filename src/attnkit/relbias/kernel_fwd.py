@@ -125,12 +125,21 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
     around the bias left the softmax computed twice, once in the MMA layout and once in the load's). 0: any
     tile (masks; bias looked up at the index clamped into the table, a tile beyond the extent reading one
     entry); 1: interior tile wholly beyond the extent (the constant tail, no lookup, no mask); 2: interior tile
-    wholly inside the extent (lookup, no clamp, no mask)."""
+    wholly inside the extent (lookup, no clamp, no mask); 4: as 2, each tile's bias loaded one tile ahead
+    (BIAS_PREFETCH: the load's latency overlaps the previous tile's MMAs instead of stalling its own)."""
+    if MODE == 4:
+        offs_b = n_lo + tl.arange(0, BLOCK_N)
+        bias_next = tl.load(tab + (pos[:, None] - offs_b[None, :] + shift), mask=n_lo < n_hi, other=0.0)
     for n0 in range(n_lo, n_hi, BLOCK_N):
+        if MODE == 4:
+            bias_cur = bias_next
+            offs_b = n0 + BLOCK_N + tl.arange(0, BLOCK_N)
+            # the next tile's bias (masked off past the last tile, where its distances may leave the table)
+            bias_next = tl.load(tab + (pos[:, None] - offs_b[None, :] + shift), mask=n0 + BLOCK_N < n_hi, other=0.0)
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
         kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-        if MODE == 1 or MODE == 2:
+        if MODE == 1 or MODE == 2 or MODE == 4:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None])
         else:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
@@ -141,6 +150,9 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
         elif MODE == 2:
             if PERTURB != 1:
                 s = s + tl.load(tab + (pos[:, None] - offs_n[None, :] + shift)) * LOG2E
+        elif MODE == 4:
+            if PERTURB != 1:
+                s = s + bias_cur * LOG2E
         elif MODE == 0:
             d = pos[:, None] - offs_n[None, :]
             vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
@@ -176,7 +188,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
             else:
                 s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
         m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
-        if MODE == 1 or MODE == 2:
+        if MODE == 1 or MODE == 2 or MODE == 4:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :])
         else:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
@@ -195,7 +207,7 @@ def relbias_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
-    HEAVY_FIRST: tl.constexpr = False, SPLIT_LOOPS: tl.constexpr = False,
+    HEAVY_FIRST: tl.constexpr = False, SPLIT_LOOPS: tl.constexpr = False, BIAS_PREFETCH: tl.constexpr = False,
 ):
     if HEAVY_FIRST:  # the last query blocks see the most keys: launch them first (a shorter tail)
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -293,7 +305,8 @@ def relbias_fwd_kernel(
             m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
                                    starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
                                    stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
-                                   CLAMP, PERTURB, DOT_F32, FAST_INTERIOR, (0, 1, 0, 2, 0)[r])
+                                   CLAMP, PERTURB, DOT_F32, FAST_INTERIOR,
+                                   (0, 1, 0, 4 if BIAS_PREFETCH else 2, 0)[r])
     else:  # one loop, the bias and the masks chosen per tile by branches (the timed default)
         m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
                                hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
