@@ -160,6 +160,9 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert pf.bias_prefetch and pf.split_loops and pf.num_stages == 2
     with pytest.raises(ValueError, match="bias_prefetch"):
         fwd_config(128, 8192, "cuda", split_loops=False, bias_prefetch=True)
+    assert fwd_config(128, 8192, "cuda", bias_strip=True).split_loops
+    with pytest.raises(ValueError, match="bias_strip"):
+        fwd_config(128, 8192, "cuda", bias_strip=True, bias_prefetch=True)
 
 
 def test_merge_rule_spreads_few_rows_over_more_programs():
@@ -212,9 +215,9 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     kw = dict(cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, window=window, beyond=beyond, _force="fwd")
     a = relbias_attention(q, k, v, fast_interior=False, **kw)
     for opts in (dict(fast_interior=True), dict(split_loops=True), dict(split_loops=True, fast_interior=False),
-                 dict(bias_prefetch=True)):
+                 dict(bias_prefetch=True), dict(bias_strip=True)):
         b = relbias_attention(q, k, v, **opts, **kw)  # the same tiles in the same order, the same arithmetic
-        if device == "cuda" and (opts.get("split_loops") or opts.get("bias_prefetch")):
+        if device == "cuda" and (opts.get("split_loops") or opts.get("bias_prefetch") or opts.get("bias_strip")):
             # compiled, the other loop structure may contract a multiply-add differently (H200: a few outputs
             # differ in the last bit); its parity with the fp64 oracle is the relbias/triton_*_split gates'
             torch.testing.assert_close(b[0], a[0], rtol=2 ** -7, atol=2 ** -7, msg=str(opts))
@@ -229,7 +232,8 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
                                   dict(split_loops=True), dict(split_loops=True, fast_interior=False),
                                   dict(split_loops=True, block_m=32, block_n=16, heavy_first=False),
                                   dict(decode_rows=16, split_loops=False), dict(bias_prefetch=True),
-                                  dict(bias_prefetch=True, block_m=16, block_n=16)])
+                                  dict(bias_prefetch=True, block_m=16, block_n=16), dict(bias_strip=True),
+                                  dict(bias_strip=True, block_m=16, block_n=32)])
 def test_tuning_options_give_the_oracles_answer(opts, device):
     """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
     answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode

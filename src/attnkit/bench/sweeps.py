@@ -95,13 +95,18 @@ SWEEPS: dict[str, Sweep] = {
         ("md-row", dict(merge_block_d=256)),
     )),
     "relbias-fwd-prefetch": Sweep("relbias", "forward kernel: each interior tile's bias loaded one tile ahead "
-                                  "(bias_prefetch, in the branch-free loops) against the rule", _RB_FWD_CASES[:3], (
+                                  "(bias_prefetch) or built from its strip (bias_strip), in the branch-free loops, "
+                                  "against the rule; the diagnostic computes wrong results by design",
+                                  _RB_FWD_CASES[:3], (
         ("rule", {}),
         ("split", dict(split_loops=True)),
         ("prefetch", dict(bias_prefetch=True)),
         ("prefetch-s3", dict(bias_prefetch=True, num_stages=3)),
         ("prefetch-bn32", dict(bias_prefetch=True, block_n=32)),
         ("prefetch-bm128-w8", dict(bias_prefetch=True, block_m=128, num_warps=8)),
+        ("strip", dict(bias_strip=True)),
+        ("strip-bm128-w8", dict(bias_strip=True, block_m=128, num_warps=8)),
+        ("diag-split-nobias", dict(split_loops=True, _perturb="bias-dropped")),
     )),
     "relbias-verify": Sweep("relbias", "17-32 query tokens: the decode kernel's rows per tile and warps, and the "
                             "forward kernel (the route before the decode kernel took these shapes)",

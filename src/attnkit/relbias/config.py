@@ -69,6 +69,10 @@ SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", None,
 BIAS_PREFETCH = Switch("bias_prefetch", "ATTNKIT_RELBIAS_BIAS_PREFETCH", False,
                        "forward kernel: each tile inside the extent loads its bias one tile ahead, so the load's "
                        "latency overlaps the previous tile's MMAs (takes the branch-free loops); not yet timed, so off")
+BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", False,
+                    "forward kernel: each tile inside the extent builds its bias from its strip of BLOCK_M + BLOCK_N "
+                    "- 1 distances, loaded once and gathered in registers / shared memory instead of one load per "
+                    "score (takes the branch-free loops); not yet timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -98,6 +102,7 @@ class FwdConfig:
     num_stages: int
     split_loops: bool = False
     bias_prefetch: bool = False
+    bias_strip: bool = False
 
 
 FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, up to this tile height (see above)
@@ -105,17 +110,20 @@ FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, 
 
 def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int | None = None,
                block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
-               split_loops: bool | None = None, bias_prefetch: bool = False) -> FwdConfig:
+               split_loops: bool | None = None, bias_prefetch: bool = False, bias_strip: bool = False) -> FwdConfig:
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
     smallest tile tl.dot accepts, instead of padding one token to 64 rows; those short tiles run the
     branch-free loops at 3 stages. Explicit values (the options) beat the rule."""
     bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32 else 64)
     short = bm <= FWD_SPLIT_MAX_BLOCK_M
     split = short if split_loops is None else split_loops
-    if bias_prefetch:
-        if split_loops is False:
-            raise ValueError("bias_prefetch: needs the branch-free loops; it cannot be combined with split_loops=False")
-        split = True
+    for name, on in (("bias_prefetch", bias_prefetch), ("bias_strip", bias_strip)):
+        if on:
+            if split_loops is False:
+                raise ValueError(f"{name}: needs the branch-free loops; it cannot be combined with split_loops=False")
+            split = True
+    if bias_prefetch and bias_strip:
+        raise ValueError("bias_strip: builds the bias from the strip; it cannot be combined with bias_prefetch")
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
     if bn is None:
         bn = 32 if head_dim == 256 else 64
@@ -124,7 +132,7 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
     stages = num_stages or (3 if short and split else 2)
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split,
-                     bias_prefetch=bias_prefetch)
+                     bias_prefetch=bias_prefetch, bias_strip=bias_strip)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

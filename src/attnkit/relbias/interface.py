@@ -12,7 +12,7 @@ from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, decode_plan, fwd_config, use_decode)
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, decode_plan, fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
@@ -122,7 +122,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                      split_loops=None, decode_rows=None, bias_prefetch=None, _perturb=None, _force=None):
+                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, _perturb=None, _force=None):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -137,13 +137,14 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     tile; the rule: forward tiles of at most 32 query rows, decode past the extent or over a paged cache),
     ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``), ``decode_rows`` (the decode
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
-    one tile ahead; off until timed).
+    one tile ahead; off until timed), ``bias_strip`` (the forward kernel builds each interior tile's bias from
+    its strip of BLOCK_M + BLOCK_N - 1 distances; off until timed).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
     bm_opt, ctas_opt = BLOCK_M_OPT.resolve(block_m), CTAS_OPT.resolve(ctas_per_sm)
     rows_opt = DECODE_ROWS_OPT.resolve(decode_rows)
-    prefetch = BIAS_PREFETCH.resolve(bias_prefetch)
+    prefetch, strip = BIAS_PREFETCH.resolve(bias_prefetch), BIAS_STRIP.resolve(bias_strip)
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     split = SPLIT_LOOPS.resolve(split_loops)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
@@ -179,7 +180,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt), merge_block_d, split)
         return out, lse
-    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch, **tune)
+    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
+                     bias_strip=strip, **tune)
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     relbias_fwd_kernel[grid](
@@ -193,7 +195,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
         FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        BIAS_STRIP=cfg.bias_strip, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
 

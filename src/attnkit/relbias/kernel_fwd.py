@@ -114,6 +114,22 @@ def _interior_bias(s, tab, dd, d_lo, tail, E, CLAMP: tl.constexpr, PERTURB: tl.c
 
 
 @triton.jit
+def _strip_bias(tab, first_pos, n0, shift, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The bias of an interior tile wholly inside the extent, from its strip: distance d(i, j) = pos_i - (n0 + j)
+    + shift = base + (i - j + BLOCK_N - 1) with base the tile's smallest distance, so the tile reads the
+    BLOCK_M + BLOCK_N - 1 table entries base .. base + BLOCK_M + BLOCK_N - 2, once, and builds itself from them."""
+    if BLOCK_M >= BLOCK_N:  # S: a power of two covering the BLOCK_M + BLOCK_N - 1 entries
+        S: tl.constexpr = 2 * BLOCK_M
+    else:
+        S: tl.constexpr = 2 * BLOCK_N
+    base = first_pos - (n0 + BLOCK_N - 1) + shift  # the first row's distance to the tile's last key
+    t = tl.arange(0, S)
+    strip = tl.load(tab + base + t, mask=t < BLOCK_M + BLOCK_N - 1, other=0.0)
+    idx = tl.arange(0, BLOCK_M)[:, None] - tl.arange(0, BLOCK_N)[None, :] + (BLOCK_N - 1)
+    return tl.reshape(tl.gather(strip, tl.reshape(idx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
+
+
+@triton.jit
 def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, seqlen_k,
            first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
            BLOCK_N: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr,
@@ -126,7 +142,9 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
     tile (masks; bias looked up at the index clamped into the table, a tile beyond the extent reading one
     entry); 1: interior tile wholly beyond the extent (the constant tail, no lookup, no mask); 2: interior tile
     wholly inside the extent (lookup, no clamp, no mask); 4: as 2, each tile's bias loaded one tile ahead
-    (BIAS_PREFETCH: the load's latency overlaps the previous tile's MMAs instead of stalling its own)."""
+    (BIAS_PREFETCH: the load's latency overlaps the previous tile's MMAs instead of stalling its own); 5: as 2,
+    the bias built from the tile's strip of BLOCK_M + BLOCK_N - 1 distances, loaded once (contiguous) and
+    gathered in the tile's layout (BIAS_STRIP: no load per score)."""
     if MODE == 4:
         offs_b = n_lo + tl.arange(0, BLOCK_N)
         bias_next = tl.load(tab + (pos[:, None] - offs_b[None, :] + shift), mask=n_lo < n_hi, other=0.0)
@@ -139,7 +157,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
         kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-        if MODE == 1 or MODE == 2 or MODE == 4:
+        if MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None])
         else:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
@@ -153,6 +171,9 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
         elif MODE == 4:
             if PERTURB != 1:
                 s = s + bias_cur * LOG2E
+        elif MODE == 5:
+            if PERTURB != 1:
+                s = s + _strip_bias(tab, first_pos, n0, shift, s.shape[0], BLOCK_N) * LOG2E
         elif MODE == 0:
             d = pos[:, None] - offs_n[None, :]
             vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
@@ -188,7 +209,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
             else:
                 s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
         m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
-        if MODE == 1 or MODE == 2 or MODE == 4:
+        if MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :])
         else:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
@@ -208,6 +229,7 @@ def relbias_fwd_kernel(
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
     HEAVY_FIRST: tl.constexpr = False, SPLIT_LOOPS: tl.constexpr = False, BIAS_PREFETCH: tl.constexpr = False,
+    BIAS_STRIP: tl.constexpr = False,
 ):
     if HEAVY_FIRST:  # the last query blocks see the most keys: launch them first (a shorter tail)
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -306,7 +328,7 @@ def relbias_fwd_kernel(
                                    starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
                                    stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
                                    CLAMP, PERTURB, DOT_F32, FAST_INTERIOR,
-                                   (0, 1, 0, 4 if BIAS_PREFETCH else 2, 0)[r])
+                                   (0, 1, 0, 5 if BIAS_STRIP else 4 if BIAS_PREFETCH else 2, 0)[r])
     else:  # one loop, the bias and the masks chosen per tile by branches (the timed default)
         m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
                                hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,

@@ -56,13 +56,15 @@ def _variants():
                              PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
                              FAST_INTERIOR=fast, HEAVY_FIRST=True, SPLIT_LOOPS=split),
                         dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
-        if fast and D == 128 and not paged:  # the option bias_prefetch (the branch-free loops, bias one tile ahead)
-            cfg = fwd_config(D, max_q, "cuda", bias_prefetch=True)
-            out.append((f"relbias_fwd D{D} paged0 fp8{int(fp8)} bm{cfg.block_m} split prefetch", relbias_fwd_kernel,
+        for opt in (("prefetch", "strip") if fast and D == 128 and not paged else ()):
+            # the options bias_prefetch / bias_strip (in the branch-free loops)
+            cfg = fwd_config(D, max_q, "cuda", bias_prefetch=opt == "prefetch", bias_strip=opt == "strip")
+            out.append((f"relbias_fwd D{D} paged0 fp8{int(fp8)} bm{cfg.block_m} split {opt}", relbias_fwd_kernel,
                         rb_ptr("fp8e4nv" if fp8 else "bf16"),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=False,
                              PAGE=1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
-                             FAST_INTERIOR=True, HEAVY_FIRST=True, SPLIT_LOOPS=True, BIAS_PREFETCH=True),
+                             FAST_INTERIOR=True, HEAVY_FIRST=True, SPLIT_LOOPS=True,
+                             BIAS_PREFETCH=cfg.bias_prefetch, BIAS_STRIP=cfg.bias_strip),
                         dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
