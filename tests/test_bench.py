@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from attnkit.bench.harness import n_input_sets, paired_ratios, percentile, summarize
+from attnkit.bench.harness import n_input_sets, paired_ratios, percentile, round_orders, summarize
 from attnkit.bench.report import latest_by_family, load_artifacts, run_report, update_readme
 from attnkit.bench.roofline import _visible_pairs, floor_us, relbias_work, sparse_int8_work
 from attnkit.testing import shapes
@@ -24,6 +24,17 @@ def test_percentiles_and_paired_ratios():
     assert r["median"] == 2.0 and r["p80"] > r["p20"]
     with pytest.raises(ValueError):
         paired_ratios([1.0], [1.0, 2.0])
+
+
+def test_round_orders_vary_each_providers_neighbour():
+    orders = round_orders(6, 15, seed=3)
+    assert orders == round_orders(6, 15, seed=3)  # reproducible
+    assert all(sorted(o) == list(range(6)) for o in orders)  # every provider once per round
+    # a rotated order keeps each provider's predecessor fixed; the shuffled one does not
+    for p in range(6):
+        before = {o[o.index(p) - 1] for o in orders if o.index(p) > 0}
+        assert len(before) >= 3
+    assert round_orders(0, 4) == [[]] * 4
 
 
 def test_input_rotation_spans_three_l2():
@@ -153,6 +164,21 @@ def test_report_takes_each_case_from_its_newest_artifact(tmp_path):
                                          ("relbias-model-decode-b32-8k", "flex_score_mod")],
         # the older run keeps the provider the newer one did not re-measure
         "relbias-h200-2026-11-29.json": [("relbias-model-decode-b1-64k", "sdpa_cudnn_nobias")]}
+
+
+def test_report_marks_figures_a_newer_run_remeasured(tmp_path):
+    from attnkit.bench.report import bench_table
+    art = _artifact(tmp_path)
+    newer = json.loads(json.dumps(art))
+    newer["env"]["time_utc"] = "2026-11-30T00:00:00Z"
+    newer["rows"] = [dict(art["rows"][0], median_us=99.0, p20_us=98.0, p80_us=100.0)]
+    (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-30.json").write_text(json.dumps(newer))
+    latest = latest_by_family(load_artifacts(tmp_path))["relbias"]
+    old_path, old_art, keys = next(x for x in latest if x[0].name == "relbias-h200-2026-11-29.json")
+    table = bench_table("relbias", old_path, old_art, tmp_path, only=keys)
+    # the older run's own figure for the re-measured provider is shown, marked, not called unmeasured
+    row = next(line for line in table.splitlines() if line.startswith("| `relbias-model-decode-b1-64k`"))
+    assert "| 113.0 [112.0–115.0] 55% † |" in row and "re-measured by a newer run" in table
 
 
 def test_report_keeps_older_cases_a_partial_run_did_not_remeasure(tmp_path):

@@ -7,8 +7,11 @@ Method, per case:
    compilation), then capture one CUDA graph that runs the provider once on every set in turn.
    A provider that raises is recorded as failed with its error; one that cannot be captured is timed
    eagerly and the row says ``timing: eager``.
-3. ``rounds`` rounds; in each, every provider (in an order rotated each round) replays its graph
-   ``reps`` times between two CUDA events. One sample = elapsed / (reps * n_sets).
+3. ``rounds`` rounds; in each, every provider (in an order shuffled each round from a fixed seed,
+   ``round_orders``) replays its graph ``reps`` times between two CUDA events. One sample = elapsed /
+   (reps * n_sets). A rotated order keeps each provider's predecessor the same in most rounds, so a kernel
+   timed right after a heavy one (a 16 ms bias-mask SDPA) reads slower in those rounds (the rows say
+   ``order``).
 4. Per provider: median, p20, p80 of the samples. Per pair of providers: the per-round ratio of
    their samples (paired, so drift cancels), summarized by its median, p20 and p80.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import sys
 import time
 from pathlib import Path
@@ -132,6 +136,17 @@ def _own_floor_us(provider, case, fl: dict) -> float:
     return provider.floor_bytes(case) * fl["byte_floor_us"] / fl["bytes"]
 
 
+def round_orders(n: int, rounds: int, seed: int = 0) -> list[list[int]]:
+    """Per round, the order in which the n timed providers replay: a permutation drawn from a generator
+    seeded by (seed, round), so a run is reproducible and no provider always follows the same neighbour."""
+    out = []
+    for r in range(rounds):
+        perm = list(range(n))
+        random.Random(seed * 1_000_003 + r).shuffle(perm)
+        out.append(perm)
+    return out
+
+
 def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_bytes: int, seed: int = 0,
                log=print) -> list[dict]:
     first = make_inputs(case, "cuda", seed)
@@ -139,7 +154,7 @@ def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_by
     sets = [first] + [make_inputs(case, "cuda", seed + i) for i in range(1, n_sets)]
     fl = floor_us(case, ceilings)
     base = {"family": case.family, "case": case.id, "n_sets": n_sets, "warm_l2": warm_l2,
-            "set_bytes": _tensor_bytes(first), **fl}
+            "set_bytes": _tensor_bytes(first), "order": "shuffled per round", **fl}
     rows, timed = [], []
     for p in provs:
         if not p.takes(case):
@@ -158,10 +173,9 @@ def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_by
             rows.append({**base, "provider": p.name, "kind": p.kind, "status": "failed",
                          "error": f"{type(e).__name__}: {str(e)[:400]}"})
             log(f"  {p.name:22s} FAILED: {type(e).__name__}: {str(e)[:120]}")
-    for r in range(rounds):
-        order = timed[r % len(timed):] + timed[:r % len(timed)] if timed else []
-        for t in order:
-            t.sample()
+    for perm in round_orders(len(timed), rounds, seed):
+        for i in perm:
+            timed[i].sample()
     for t in timed:
         st = summarize(t.samples)
         row = {**base, "provider": t.provider.name, "kind": t.provider.kind, "status": "ok", "timing": t.timing,

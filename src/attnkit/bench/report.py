@@ -172,7 +172,9 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> st
     caption = (f"Median µs [p20–p80] and % of the floor; {env.get('device_name')}, torch {env.get('torch')}, "
                f"triton {env.get('triton')}, commit {str(env.get('git_sha'))[:12]}, {env.get('time_utc')}; "
                f"{'warm L2' if any(r.get('warm_l2') for r in rows) else 'inputs rotated over >= 3x L2'}, "
-               f"CUDA-graph replay. Artifact `{rel}`; reproduce with `{art.get('repro')}`."
+               f"CUDA-graph replay, "
+               f"{'providers shuffled each round' if any(r.get('order') == 'shuffled per round' for r in rows) else 'providers in a rotated order (each after the same neighbour in most rounds)'}. "
+               f"Artifact `{rel}`; reproduce with `{art.get('repro')}`."
                + (" † re-measured by a newer run (above)." if stale else ""))
     return caption + "\n\n" + "\n".join(lines)
 
