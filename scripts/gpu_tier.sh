@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU tier: CUDA tests, `attnkit check --tier full`, and the benchmark suite, into OUTDIR.
 # Usage: scripts/gpu_tier.sh OUTDIR [STAGE...]
-#   stages: env tests check check-ours check-<family> bench-<family> sweep-<name>   (default: env tests check bench-relbias
+#   stages: env tests tests-par check check-ours check-ours-par check-<family> bench-<family> sweep-<name>
+#           (-par: the same work in parallel processes, compile-bound on the CPU; not for timing)   (default: env tests check bench-relbias
 #           bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
 #           has a time limit.
 # Uses the torch and triton already installed on the machine (nothing is installed or replaced).
@@ -21,6 +22,26 @@ for stage in $STAGES; do
     tests)
       $PY -m pytest -q -p no:cacheprovider tests > "$OUTDIR/pytest.log" 2>&1 || status=1
       tail -3 "$OUTDIR/pytest.log" ;;
+    tests-par)  # the test files in four groups side by side (compile-bound, so they overlap on a many-core host)
+      i=0; pids=()
+      for grp in "tests/test_relbias.py tests/test_relbias_writer.py tests/test_relbias_clients.py" \
+                 "tests/test_sparse_int8.py tests/test_sparse_int8_corner_cases.py tests/test_splitk.py" \
+                 "tests/test_mqa_decode.py tests/test_mqa_writer.py tests/test_tensor_parallel.py tests/test_fp8_rounding.py tests/test_properties.py" \
+                 "$(ls tests/test_*.py | grep -v -E 'relbias|sparse_int8|splitk|mqa|tensor_parallel|fp8_rounding|properties' | tr '\n' ' ')"; do
+        $PY -m pytest -q -p no:cacheprovider $grp > "$OUTDIR/pytest-$i.log" 2>&1 & pids+=($!); i=$((i + 1))
+      done
+      for p in "${pids[@]}"; do wait "$p" || status=1; done
+      tail -n 1 "$OUTDIR"/pytest-*.log ;;
+    check-ours-par)  # our kernels' gates, one process per family (sparse_int8: one per gate)
+      pids=()
+      for sel in "--family relbias" "--gate sparse_int8/triton" "--gate sparse_int8/triton_split1" "--family mqa_decode" \
+                 "--family merge"; do
+        tag=$(echo "$sel" | sed 's/^--//; s/[ \/]/_/g')
+        $PY -m attnkit.cli check --tier full --kernels-only $sel --out "$OUTDIR/ours-$tag.jsonl" > "$OUTDIR/ours-$tag.log" 2>&1 &
+        pids+=($!)
+      done
+      for p in "${pids[@]}"; do wait "$p" || status=1; done
+      grep -E "passed|FAIL" "$OUTDIR"/ours-*.log | tail -20 ;;
     check)
       $PY -m attnkit.cli check --tier full --out "$OUTDIR/check-full.jsonl" > "$OUTDIR/check.log" 2>"$OUTDIR/check.err" || status=1
       tail -60 "$OUTDIR/check.log" ;;
