@@ -12,7 +12,8 @@ Numerics   as kernel_fwd.py; the bias is looked up per row's own query head and 
            heads changes what a row means but not which bias it gets; fp8's value scale is applied to acc
            (the merge is linear in acc).
 Dispatch   attnkit.relbias.interface (config.use_decode); split count, token blocks: attnkit.relbias.config.
-Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gate "relbias/triton_fwd".
+Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gates "relbias/triton_decode",
+           "relbias/triton_decode_split".
 """
 
 import triton

@@ -10,9 +10,12 @@ Numerics   scores and softmax in fp32 in the base-2 domain (scale and bias pre-m
            log2(e)); fp8 k and v are converted to q's dtype exactly and their per-head scales applied
            in fp32 (k's to the scores, v's to the output); P is rounded to q's dtype for the second
            product; LSE returned in natural log; a row that sees no key gets 0 and -inf.
-Bias       per tile, from the strip of BLOCK_M + BLOCK_N - 1 distances it touches (cached loads of a
-           contiguous strip); a tile lying wholly beyond the extent takes the constant tail without
-           any lookup; tiles outside the causal / window masks are never visited. FAST_INTERIOR: an
+Bias       by default one cached load per score at its distance, so a tile's loads touch only its strip
+           of BLOCK_M + BLOCK_N - 1 table entries; with BIAS_STRIP (an option, in the branch-free loops) a
+           tile inside the extent loads that strip once and builds itself from it (tl.gather); with
+           BIAS_PREFETCH its per-score loads are issued one tile ahead. A tile lying wholly beyond the
+           extent takes the constant tail without any lookup; tiles outside the causal / window masks
+           are never visited. FAST_INTERIOR: an
            interior tile (every key visible to every row, distances all inside the table or all beyond)
            skips the masks and the clamp. HEAVY_FIRST: the grid's first programs take each sequence's
            last query blocks (scheduling only; the same bits).
@@ -22,7 +25,8 @@ DOT_F32    set under Triton's interpreter, whose tl.dot multiplies bf16 operands
            (Triton 3.6): the operands, already rounded to q's dtype, are widened to fp32 and multiplied
            in IEEE fp32, the same products the tensor cores form exactly, accumulated in fp32.
 PERTURB    0 in production. 1..4 are the deliberately wrong variants the gate must catch: bias
-           dropped, bias shifted by one KV block, window off by one, GQA group mixed up.
+           dropped, bias shifted by one KV block, window off by one, GQA group mixed up (5, a token block
+           dropped, is the decode kernel's).
 """
 
 import triton
