@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from .. import peers
+from ..relbias.config import DECODE_MAX_Q as _DECODE_MAX_Q
 from ..testing import shapes
 from .registry import Gate, Perturbation, register
 
@@ -62,21 +63,26 @@ def relbias_kernel_call(inp, perturb=None, fn=None, force=None, **extra):
     return fn(inp["q"], inp["k"], inp["v"], cu_seqlens_k=inp["cu_seqlens_k"], out=out, lse=lse, _perturb=perturb, **kw)
 
 
-from ..relbias.config import DECODE_MAX_Q as _DECODE_MAX_Q  # noqa: E402
-
-
 def _other_loops(inp, kernel):
-    """The split_loops value the launch rule does NOT pick for this input, so that the default gate and this
-    one together run both loop structures on every shape."""
-    from ..relbias.config import FWD_SPLIT_MAX_BLOCK_M, fwd_config
+    """The split_loops value the launch rule (attnkit.relbias.config) does NOT pick for this input, so that the
+    default gate and this one together run both loop structures on every shape."""
+    from ..relbias.config import decode_plan, fwd_config
+    q = inp["q"]
     cu = inp["cu_seqlens_q"].cpu()
     max_q = int((cu[1:] - cu[:-1]).max())
     if kernel == "fwd":
-        return not fwd_config(inp["q"].shape[2], max_q, inp["q"].device.type).block_m <= FWD_SPLIT_MAX_BLOCK_M
-    if "k_cache" in inp:
-        return False  # a paged cache: the rule picks the branch-free loops
-    ck = inp["cu_seqlens_k"].cpu()
-    return not int((ck[1:] - ck[:-1]).max()) > inp["table"].shape[1]
+        return not fwd_config(q.shape[2], max_q, q.device.type).split_loops
+    paged = "k_cache" in inp
+    kv = inp["k_cache"] if paged else inp["k"]
+    if paged:
+        max_k = int(inp["seqused_k"].max())
+    else:
+        ck = inp["cu_seqlens_k"].cpu()
+        max_k = int((ck[1:] - ck[:-1]).max())
+    hkv = kv.shape[-2]
+    plan = decode_plan(len(cu) - 1, hkv, q.shape[1] // hkv, q.shape[2], max_q, max(1, max_k), 132, q.device.type,
+                       paged=paged, fp8=kv.dtype == torch.float8_e4m3fn, extent=inp["table"].shape[1])
+    return not plan.split_loops
 
 
 _RELBIAS_PERTURBATIONS = (

@@ -170,7 +170,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     tab = table.float().contiguous() if table.dtype != torch.float32 or not table.is_contiguous() else table
     scale = 1.0 / math.sqrt(D) if softmax_scale is None else float(softmax_scale)
     dummy = cu_seqlens_q
-    decode_ok = out.is_contiguous() and lse.is_contiguous() and max_seqlen_q <= DECODE_MAX_Q and Hq // Hkv <= DECODE_MAX_ROWS
+    decode_ok = (out.is_contiguous() and lse.is_contiguous() and max_seqlen_q <= DECODE_MAX_Q
+                 and Hq // Hkv <= DECODE_MAX_ROWS)
     want_decode = use_decode(max_seqlen_q, Hq // Hkv) if _force is None else _force == "decode"
     if want_decode and decode_ok:
         if max_seqlen_k is None:
