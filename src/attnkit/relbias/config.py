@@ -40,7 +40,7 @@ setting of a grid timed alternating in that run):
   1217 / 217.9 us by the forward kernel (`benchmarks/results/relbias-h200-2026-11-30-b166879.json`), 984.5 / 218.4
   by the decode kernel (`relbias-h200-2026-11-30-43b1cca-verify.json`); two runs, not alternating (flash without a
   bias read 436.5 / 63.6 and 434.1 / 62.9 in them). The 128-row decode tile at 4 warps holds 255 registers and
-  spills 736 bytes on sm_90 (compile_check); 64 rows at 8 warps hold 144 and spill nothing. Untimed: the grid
+  spills 736 bytes on sm_90 (`benchmarks/experiments/compile-sm90-relbias-e5df897.json`); 64 rows at 8 warps hold 144 and spill nothing. Untimed: the grid
   `attnkit bench --family relbias --sweep relbias-verify` times them against the rule and the forward kernel.
 """
 
