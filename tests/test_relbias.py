@@ -226,6 +226,27 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
             assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), opts
 
 
+@pytest.mark.parametrize("case_id,opts", [
+    ("relbias-verify-t24-g16-blocks-w64", {}), ("relbias-verify-t32-g8-blocks-clamp", {}),
+    ("relbias-verify-t4-k203", dict(decode_rows=16)), ("relbias-verify-t4-k203", dict(split_loops=True)),
+    ("relbias-verify-t32-g8-blocks-clamp", dict(split_loops=True, block_n=16)),
+    ("relbias-verify-t24-g16-blocks-w64", dict(decode_rows=64, split_loops=True)),
+    ("relbias-decode-b3-k203", {}), ("relbias-paged-bs16-decode", {})])
+def test_decode_strip_gives_the_same_bits(case_id, opts, device):
+    """The decode kernel's bias built from per-head strips (bias_strip) is the bias looked up per score: the
+    same bits in the interpreter, on token blocks, a window, a clamped extent shorter than the keys, both
+    loop structures and paged caches (compiled, within bf16 tolerance: a multiply-add may contract
+    differently)."""
+    inp = _inp(case_id, device)
+    a = relbias_kernel_call(inp, force="decode", bias_strip=False, **opts)
+    b = relbias_kernel_call(inp, force="decode", bias_strip=True, **opts)
+    if device == "cuda":
+        torch.testing.assert_close(b[0], a[0], rtol=2 ** -7, atol=2 ** -7)
+        torch.testing.assert_close(b[1], a[1], rtol=1e-5, atol=1e-5)
+    else:
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
 @pytest.mark.parametrize("opts", [dict(heavy_first=True), dict(block_m=32, block_n=16, num_warps=4, num_stages=3),
                                   dict(block_m=128, block_n=64, num_warps=8, heavy_first=True, fast_interior=True),
                                   dict(block_n=16, num_stages=1, ctas_per_sm=4, merge_block_d=16),

@@ -119,6 +119,33 @@ SWEEPS: dict[str, Sweep] = {
         ("rows64-s2", dict(decode_rows=64, num_stages=2)),
         ("fwd-kernel", dict(_force="fwd")),
     )),
+    "relbias-fwd-strip": Sweep("relbias", "forward kernel, the strip rule (at least 65 query tokens: 128 x 64 tiles, 8 "
+                               "warps, branch-free loops, each interior tile's bias from its strip) against the "
+                               "previous rule and its neighbours; the diagnostic computes wrong results by design",
+                               _RB_FWD_CASES[:3], (
+        ("rule", {}),
+        ("old-rule", dict(block_m=64, num_warps=4, split_loops=False, bias_strip=False)),
+        ("s3", dict(num_stages=3)),
+        ("bn128", dict(block_n=128)),
+        ("bn32", dict(block_n=32)),
+        ("bm64-w8", dict(block_m=64, num_warps=8)),
+        ("nostrip", dict(block_m=128, num_warps=8, split_loops=True, bias_strip=False)),
+        ("branchy", dict(block_m=128, num_warps=8, split_loops=False)),
+        ("diag-nobias", dict(_perturb="bias-dropped")),
+    )),
+    "relbias-verify-2": Sweep("relbias", "decode kernel: the bias from per-head strips (bias_strip), warps and "
+                              "stages, for 32 tokens and for 1", ("relbias-model-verify32-64k",
+                                                                  "relbias-model-verify32-8k") + _RB_DEC_CASES[:2], (
+        ("rule", {}),
+        ("nostrip", dict(bias_strip=False)),
+        ("w8", dict(num_warps=8)),
+        ("w8-s2", dict(num_warps=8, num_stages=2)),
+        ("rows64-s2", dict(decode_rows=64, num_stages=2)),
+        ("rows64-w8-s2", dict(decode_rows=64, num_warps=8, num_stages=2)),
+        ("nostrip-w8", dict(bias_strip=False, num_warps=8)),
+        ("nostrip-rows64-s2", dict(bias_strip=False, decode_rows=64, num_stages=2)),
+        ("strip", dict(bias_strip=True)),
+    )),
     "relbias-merge": Sweep("relbias", "decode: output dims per merge program", _RB_DEC_CASES[:2], (
         ("rule", {}),
         ("md64", dict(merge_block_d=64)),

@@ -69,10 +69,11 @@ SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", None,
 BIAS_PREFETCH = Switch("bias_prefetch", "ATTNKIT_RELBIAS_BIAS_PREFETCH", False,
                        "forward kernel: each tile inside the extent loads its bias one tile ahead, so the load's "
                        "latency overlaps the previous tile's MMAs (takes the branch-free loops); not yet timed, so off")
-BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", False,
-                    "forward kernel: each tile inside the extent builds its bias from its strip of BLOCK_M + BLOCK_N "
-                    "- 1 distances, loaded once and gathered in registers / shared memory instead of one load per "
-                    "score (takes the branch-free loops); not yet timed, so off")
+BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
+                    "a tile builds its bias from its strip of distances (forward: BLOCK_M + BLOCK_N - 1, for the "
+                    "tiles inside the extent, in the branch-free loops; decode: tokens per tile + BLOCK_N - 1 per "
+                    "query head), loaded once and gathered, instead of one load per score; default: the rule "
+                    "(forward: at least 65 query tokens and D <= 128; decode: at least 8 tokens per tile)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -106,15 +107,24 @@ class FwdConfig:
 
 
 FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, up to this tile height (see above)
+FWD_STRIP_MIN_Q = 65  # from this many query tokens (D <= 128): 128 x 64 tiles, 8 warps, the strip (see above)
 
 
 def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int | None = None,
                block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
-               split_loops: bool | None = None, bias_prefetch: bool = False, bias_strip: bool = False) -> FwdConfig:
+               split_loops: bool | None = None, bias_prefetch: bool = False,
+               bias_strip: bool | None = None) -> FwdConfig:
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
     smallest tile tl.dot accepts, instead of padding one token to 64 rows; those short tiles run the
-    branch-free loops at 3 stages. Explicit values (the options) beat the rule."""
-    bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32 else 64)
+    branch-free loops at 3 stages. Long ones (at least FWD_STRIP_MIN_Q tokens, D <= 128) build each interior
+    tile's bias from its strip, in the branch-free loops, with 128 x 64 tiles at 8 warps (on the CPU the
+    interpreter keeps 64-row tiles: the same loops, faster there). Explicit values (the options) beat the rule."""
+    strip_rule = head_dim <= 128 and max_seqlen_q >= FWD_STRIP_MIN_Q
+    if bias_strip is None:
+        bias_strip = strip_rule and split_loops is not False and not bias_prefetch
+    gpu_strip = bias_strip and strip_rule and device_type == "cuda"
+    bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32
+                                                          else 128 if gpu_strip else 64)
     short = bm <= FWD_SPLIT_MAX_BLOCK_M
     split = short if split_loops is None else split_loops
     for name, on in (("bias_prefetch", bias_prefetch), ("bias_strip", bias_strip)):
@@ -129,7 +139,7 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
         bn = 32 if head_dim == 256 else 64
         if device_type != "cuda":  # the interpreter: smaller tiles run faster on a CPU
             bn = min(bn, 32)
-    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
+    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 or bm >= 128 else 4)
     stages = num_stages or (3 if short and split else 2)
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split,
                      bias_prefetch=bias_prefetch, bias_strip=bias_strip)
@@ -151,8 +161,11 @@ class DecodePlan:
     num_warps: int
     num_stages: int
     split_loops: bool = False
+    strip: int = 0  # > 0: looked-up tiles build their bias from per-head strips of this many distances
+    strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
 
 
+DECODE_STRIP_MIN_TOKENS = 8  # tokens per decode tile from which its bias comes from strips (see above)
 PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch-free loops (see above)
 
 
@@ -165,11 +178,13 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 sm_count: int, device_type: str, num_splits: int | None = None, block_n: int | None = None,
                 num_warps: int | None = None, num_stages: int | None = None,
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
-                split_loops: bool | None = None, decode_rows: int | None = None) -> DecodePlan:
+                split_loops: bool | None = None, decode_rows: int | None = None,
+                bias_strip: bool | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
-    branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles."""
+    branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. A tile of at least
+    DECODE_STRIP_MIN_TOKENS tokens (speculative verify) builds its bias from per-head strips (``bias_strip``)."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     rows = min(cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
     tokens_per_block = rows // group
@@ -189,6 +204,10 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         num_splits = max(1, min(want, tiles))
     tiles_per_split = -(-tiles // num_splits)
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
+    if bias_strip is None:
+        bias_strip = tokens_per_block >= DECODE_STRIP_MIN_TOKENS
+    strip = 1 << (tokens_per_block + bn - 1).bit_length() if bias_strip else 0  # a power of two >= TPB + bn
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
                       keys_per_split=tiles_per_split * bn,
-                      num_warps=w, num_stages=num_stages or (2 if paged else 3), split_loops=split)
+                      num_warps=w, num_stages=num_stages or (2 if paged else 3), split_loops=split,
+                      strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1)

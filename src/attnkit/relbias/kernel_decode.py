@@ -26,15 +26,33 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
-def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, s_hi,
-               pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N: tl.constexpr,
+def _strip_rows(tab_g, d_min, E, GROUP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+                STRIP: tl.constexpr, STRIP_G: tl.constexpr):
+    """A tile's bias (clamped into the table) from its strips: packed row r (token r // GROUP of the block, head
+    r % GROUP of the KV head) at key column c has distance d_min + r // GROUP + BLOCK_N - 1 - c, so the tile
+    reads, per query head, the STRIP (a power of two >= tokens per block + BLOCK_N) entries from d_min on once
+    (tab_g: the KV head's first query head's table row; STRIP_G: GROUP rounded up to a power of two) and builds
+    itself from them (tl.gather)."""
+    f = tl.arange(0, STRIP_G * STRIP)
+    hh = f // STRIP
+    strip = tl.load(tab_g + hh * E + tl.minimum(tl.maximum(d_min + f % STRIP, 0), E - 1), mask=hh < GROUP, other=0.0)
+    rows = tl.arange(0, BLOCK_R)
+    idx = ((rows % GROUP) * STRIP + rows // GROUP + (BLOCK_N - 1))[:, None] - tl.arange(0, BLOCK_N)[None, :]
+    return tl.reshape(tl.gather(strip, tl.reshape(idx, [BLOCK_R * BLOCK_N]), 0), [BLOCK_R, BLOCK_N])
+
+
+@triton.jit
+def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi,
+               s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
+               GROUP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
-               CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr):
-    """The split's key tiles n_lo, n_lo + BLOCK_N, ... < n_hi. MODE 2 (the timed default): every tile, the
-    constant tail or the lookup chosen per tile by a branch (pos0: the block's first token's position). With
-    SPLIT_LOOPS one kind per loop, no branch in the loop body (see kernel_fwd._tiles): MODE 0, tiles wholly
-    beyond the extent (the constant tail, no lookup); 1, the rest (the bias looked up at the index clamped into
-    the table)."""
+               CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr,
+               STRIP: tl.constexpr, STRIP_G: tl.constexpr):
+    """The split's key tiles n_lo, n_lo + BLOCK_N, ... < n_hi. MODE 2: every tile, the constant tail or the
+    lookup chosen per tile by a branch (pos0: the block's first token's position). With SPLIT_LOOPS one kind per
+    loop, no branch in the loop body (see kernel_fwd._tiles): MODE 0, tiles wholly beyond the extent (the
+    constant tail, no lookup); 1, the rest (the bias looked up at the index clamped into the table). STRIP > 0:
+    a looked-up tile reads its per-head strips of STRIP distances once instead of one load per score."""
     for n0 in range(n_lo, n_hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < s_hi
@@ -48,7 +66,12 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, p
         if PERTURB != 1:
             if MODE == 1:
                 dd = d + shift
-                bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1)) * LOG2E
+                if STRIP > 0:
+                    d_min = pos0 - (n0 + BLOCK_N - 1) + shift
+                    bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
+                else:
+                    bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1))
+                bias = bias * LOG2E
                 if CLAMP:
                     bias = tl.where(dd < E, bias, tail[:, None])
                 else:
@@ -64,7 +87,10 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail, E, win, shift, p
                     if CLAMP:
                         s = s + tail[:, None]
                 else:
-                    bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
+                    if STRIP > 0:
+                        bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
+                    else:
+                        bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
                     bias = bias * LOG2E
                     if CLAMP:
                         bias = tl.where(dd < E, bias, tail[:, None])
@@ -89,6 +115,7 @@ def relbias_decode_split_kernel(
     BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, SPLIT_LOOPS: tl.constexpr = False,
+    STRIP: tl.constexpr = 0, STRIP_G: tl.constexpr = 1,
 ):
     split = tl.program_id(0)
     b = tl.program_id(1)
@@ -141,6 +168,7 @@ def relbias_decode_split_kernel(
     l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
     acc = tl.zeros([BLOCK_R, HEAD_DIM], dtype=tl.float32)
     tab_row = TABLE + head * E  # per-row table pointer: each packed row reads its own head's bias
+    tab_g = TABLE + (g * GROUP).to(tl.int64) * E  # the KV head's first query head's row (the strips)
     if CLAMP:
         tail = tl.load(tab_row + E - 1) * LOG2E
     shift = 0
@@ -157,15 +185,16 @@ def relbias_decode_split_kernel(
         lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start
         n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
         for r in tl.static_range(2):
-            m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
-                                       offs_d, (s_lo, n_b)[r], (n_b, s_hi)[r], s_hi, pos0, b, k_start, g_kv,
-                                       BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE,
-                                       FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, r)
+            m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail_v, E, win, shift, pos,
+                                       row_ok, offs_d, (s_lo, n_b)[r], (n_b, s_hi)[r], s_hi, pos0, b, k_start, g_kv,
+                                       BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, GROUP, BLOCK_R,
+                                       BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, r, STRIP,
+                                       STRIP_G)
     else:
-        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tail_v, E, win, shift, pos, row_ok,
-                                   offs_d, s_lo, s_hi, s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
-                                   stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
-                                   DOT_F32, 2)
+        m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail_v, E, win, shift, pos,
+                                   row_ok, offs_d, s_lo, s_hi, s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt,
+                                   stride_kb, stride_kt, stride_kh, GROUP, BLOCK_R, BLOCK_N, PAGED, PAGE, FP8,
+                                   HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 2, STRIP, STRIP_G)
 
     if FP8:
         acc = acc * tl.load(V_SCALE + g_kv)
