@@ -49,17 +49,20 @@ def _variants():
         for split in ((cfg.split_loops, not cfg.split_loops) if fast and D == 128 else (cfg.split_loops,)):
             # the rule's loops first, then (D 128) the other structure, at the stages the rule gives it
             cfg = fwd_config(D, max_q, "cuda", split_loops=split)
-            out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m}"
-                        + ("" if fast else " masked") + (" split" if split else ""),
+            out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m} w{cfg.num_warps}"
+                        + ("" if fast else " masked") + (" split" if split else "") + (" strip" if cfg.bias_strip else ""),
                         relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=paged,
                              PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
-                             FAST_INTERIOR=fast, HEAVY_FIRST=True, SPLIT_LOOPS=split),
+                             FAST_INTERIOR=fast, HEAVY_FIRST=True, SPLIT_LOOPS=split,
+                             BIAS_STRIP=cfg.bias_strip and fast),
                         dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
-        for opt in (("prefetch", "strip") if fast and D == 128 and not paged else ()):
-            # the options bias_prefetch / bias_strip (in the branch-free loops)
-            cfg = fwd_config(D, max_q, "cuda", bias_prefetch=opt == "prefetch", bias_strip=opt == "strip")
-            out.append((f"relbias_fwd D{D} paged0 fp8{int(fp8)} bm{cfg.block_m} split {opt}", relbias_fwd_kernel,
+        for opt, kw in ((("prefetch", dict(bias_prefetch=True)), ("nostrip", dict(split_loops=True, bias_strip=False)))
+                        if fast and D == 128 and not paged else ()):
+            # the options bias_prefetch and (branch-free loops) bias_strip=False
+            cfg = fwd_config(D, max_q, "cuda", **kw)
+            out.append((f"relbias_fwd D{D} paged0 fp8{int(fp8)} bm{cfg.block_m} w{cfg.num_warps} split {opt}",
+                        relbias_fwd_kernel,
                         rb_ptr("fp8e4nv" if fp8 else "bf16"),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=False,
                              PAGE=1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
@@ -74,12 +77,13 @@ def _variants():
                                                (256, 16, False, False, 8192, 1), (128, 8, False, False, 65536, 32)):
         dp = decode_plan(32, 8, group, D, max_q, max_k, 132, "cuda", paged=paged, fp8=fp8, extent=8192)
         out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)} r{dp.block_r} bn{dp.block_n}"
-                    + (" split" if dp.split_loops else ""), relbias_decode_split_kernel,
+                    f" w{dp.num_warps} s{dp.num_stages}" + (" split" if dp.split_loops else "")
+                    + (" strip" if dp.strip else ""), relbias_decode_split_kernel,
                     dec_ptr("fp8e4nv" if fp8 else "bf16"),
                     dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n,
                          PAGED=paged, PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False, PERTURB=0,
-                         DOT_F32=False, SPLIT_LOOPS=dp.split_loops), dict(num_warps=dp.num_warps,
-                                                                         num_stages=dp.num_stages)))
+                         DOT_F32=False, SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g),
+                    dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
     for fp8 in (False, True):
         out.append((f"relbias_write fp8{int(fp8)}", relbias_write_kv_kernel,
                     dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",
