@@ -123,11 +123,23 @@ def test_relbias_custom_ops(device):
 
 
 def test_dispatch_rule_is_a_pure_function_of_shapes():
-    from attnkit.relbias.config import decode_plan, use_decode
+    from attnkit.relbias.config import FwdConfig, decode_plan, fwd_config, use_decode
     assert use_decode(1, 8) and use_decode(16, 8) and use_decode(32, 8) and use_decode(16, 16)
     assert not use_decode(33, 1) and not use_decode(1, 129)
     v = decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192)  # 32 tokens x 8 heads: 2 blocks of 128 rows
     assert v.block_r == 128 and v.token_blocks == 2 and v.num_splits == 33 and v.split_loops
+    assert v.num_warps == 8 and v.num_stages == 3 and v.strip == 128 and v.strip_g == 8  # long splits (31 tiles)
+    vs = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192)  # short splits: 64-row tiles, 2 stages
+    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
+    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", num_warps=4).block_r == 128  # an option: no verify rule
+    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cpu").block_r == 128  # the interpreter keeps one tile shape
+    # the strip: every contiguous bf16 decode; paged / fp8 caches from 8 tokens per tile; an explicit value wins
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda").strip == 128
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True).strip == 0
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).strip == 0
+    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", fp8=True).strip == 128
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", bias_strip=False).strip == 0
+    assert decode_plan(1, 4, 3, 128, 16, 8192, 132, "cuda", block_n=32).strip_g == 4  # 3 heads: strips of 4 rows
     assert decode_plan(1, 8, 3, 128, 5, 100, 132, "cuda").token_blocks == 1  # 15 rows in one 16-row tile
     p = decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda")  # 4 programs per SM: 528 over 8 KV heads
     assert p.block_r == 16 and p.num_splits == 66 and p.keys_per_split * p.num_splits >= 65536
@@ -138,9 +150,14 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).num_splits == 2  # fp8: 3 per SM
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", ctas_per_sm=8).num_splits == 5  # the option wins
     from attnkit.relbias.config import fwd_config
-    assert fwd_config(128, 8192, "cuda") == fwd_config(128, 33, "cuda") and fwd_config(128, 33, "cuda").block_m == 64
+    # from 65 query tokens at D <= 128: 128 x 64 tiles, 8 warps, the branch-free loops, the strip
+    assert fwd_config(128, 8192, "cuda") == fwd_config(128, 65, "cuda") == FwdConfig(128, 64, 8, 2, True, False, True)
+    assert fwd_config(128, 64, "cuda") == fwd_config(128, 33, "cuda") == FwdConfig(64, 64, 4, 2, False, False, False)
     assert fwd_config(128, 32, "cuda").block_m == 32 and fwd_config(128, 16, "cuda").block_m == 16
-    assert fwd_config(128, 8192, "cuda").num_warps == 4 and fwd_config(256, 8192, "cuda").num_warps == 8
+    assert fwd_config(256, 8192, "cuda") == FwdConfig(64, 32, 8, 2, False, False, False)  # D 256: not swept
+    assert fwd_config(128, 8192, "cpu") == FwdConfig(64, 32, 4, 2, True, False, True)  # the interpreter: 64 rows
+    assert fwd_config(128, 8192, "cuda", split_loops=False) == FwdConfig(64, 64, 4, 2, False, False, False)
+    assert fwd_config(128, 8192, "cuda", bias_strip=False).block_m == 64
     assert decode_plan(1, 1, 1, 64, 1, 10, 132, "cuda").num_splits == 1  # never more splits than tiles
     assert decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda", num_splits=5).num_splits == 5
     # branch-free loops: decode past the extent or over a paged cache (then 128-key tiles at D <= 128),
@@ -157,7 +174,7 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert fwd_config(128, 33, "cuda", split_loops=True).split_loops
     assert fwd_config(128, 32, "cuda", split_loops=False).num_stages == 2
     pf = fwd_config(128, 8192, "cuda", bias_prefetch=True)  # the prefetch runs in the branch-free loops
-    assert pf.bias_prefetch and pf.split_loops and pf.num_stages == 2
+    assert pf.bias_prefetch and pf.split_loops and pf.num_stages == 2 and not pf.bias_strip and pf.block_m == 64
     with pytest.raises(ValueError, match="bias_prefetch"):
         fwd_config(128, 8192, "cuda", split_loops=False, bias_prefetch=True)
     assert fwd_config(128, 8192, "cuda", bias_strip=True).split_loops

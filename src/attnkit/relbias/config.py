@@ -165,7 +165,9 @@ class DecodePlan:
     strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
 
 
-DECODE_STRIP_MIN_TOKENS = 8  # tokens per decode tile from which its bias comes from strips (see above)
+DECODE_STRIP_MIN_TOKENS = 8  # tokens per decode tile from which a paged or fp8 cache's bias comes from strips
+VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
+VERIFY_LONG_SPLIT_TILES = 16  # splits of at least this many key tiles 128-row tiles at 8 warps (see above)
 PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch-free loops (see above)
 
 
@@ -186,11 +188,6 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. A tile of at least
     DECODE_STRIP_MIN_TOKENS tokens (speculative verify) builds its bias from per-head strips (``bias_strip``)."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
-    rows = min(cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
-    tokens_per_block = rows // group
-    if tokens_per_block < 1:
-        raise ValueError(f"decode_rows: {group} query heads per KV head exceed the decode tile's {rows} rows")
-    token_blocks = -(-max(1, max_seqlen_q) // tokens_per_block)
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
     if bn is None:
@@ -198,16 +195,32 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         if paged and split and head_dim <= 128 and device_type == "cuda":
             bn = PAGED_SPLIT_BLOCK_N
     tiles = max(1, -(-max_seqlen_k // bn))
-    if num_splits is None:
-        target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
-        want = -(-(target * sm_count) // max(1, batch * hkv * token_blocks))
-        num_splits = max(1, min(want, tiles))
-    tiles_per_split = -(-tiles // num_splits)
-    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 else 4)
+    target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
+
+    def layout(rows_cap):
+        rows = min(rows_cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+        tpb = rows // group
+        if tpb < 1:
+            raise ValueError(f"decode_rows: {group} query heads per KV head exceed the decode tile's {rows} rows")
+        blocks = -(-max(1, max_seqlen_q) // tpb)
+        ns = forced or max(1, min(-(-(target * sm_count) // max(1, batch * hkv * blocks)), tiles))
+        return rows, tpb, blocks, ns, -(-tiles // ns)
+
+    forced = num_splits
+    rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(cap)
+    w, stages = num_warps, num_stages
+    if rows > VERIFY_SHORT_ROWS and decode_rows is None and w is None and stages is None and device_type == "cuda":
+        # verify: long splits take the 128-row tile at 8 warps; short ones 64 rows at 2 stages (see above)
+        if tiles_per_split >= VERIFY_LONG_SPLIT_TILES:
+            w = 8
+        else:
+            rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(VERIFY_SHORT_ROWS)
+            stages = 2
+    w = _pow2("num_warps", w, (4, 8)) or (8 if head_dim >= 256 else 4)
     if bias_strip is None:
-        bias_strip = tokens_per_block >= DECODE_STRIP_MIN_TOKENS
+        bias_strip = tokens_per_block >= DECODE_STRIP_MIN_TOKENS or not (paged or fp8)
     strip = 1 << (tokens_per_block + bn - 1).bit_length() if bias_strip else 0  # a power of two >= TPB + bn
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
                       keys_per_split=tiles_per_split * bn,
-                      num_warps=w, num_stages=num_stages or (2 if paged else 3), split_loops=split,
+                      num_warps=w, num_stages=stages or (2 if paged else 3), split_loops=split,
                       strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1)
