@@ -16,9 +16,10 @@ KERNEL_PATHS = {
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at b166879)", "implemented"),
     ],
     "relbias": [
-        ("forward: prefill / chunked / varlen / paged / fp8 (Triton; gated on the H200 at b166879)", "implemented"),
+        ("forward: prefill / chunked / varlen / paged / fp8, the bias built from its strip per tile (Triton; gated on "
+         "the H200 at 51880b5)", "implemented"),
         ("decode / verify, up to 32 query tokens: split-K with GQA packing in token blocks + Triton merge (gated on "
-         "the H200 at 43b1cca)", "implemented"),
+         "the H200 at 595ba6f)", "implemented"),
         ("paged KV writer (fp8 quantizing; byte-exact in the interpreter and in its H200 test at b166879)",
          "implemented"),
     ],

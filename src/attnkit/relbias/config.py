@@ -7,9 +7,10 @@ setting of a grid timed alternating in that run):
   mixed / 32 tokens against 64K:
     8 warps 64 x 64 (the previous rule, never timed before):  10938 / 2897 / 4335 / 2731
     4 warps 64 x 64:                                           6646 / 1668 / 2681 / 2310
-    4 warps 64 x 64, interior tiles, heavy first (the rule):   5851 / 1551 / 2426 / 2745
+    4 warps 64 x 64, interior tiles, heavy first:              5851 / 1551 / 2426 / 2745  (the rule, 33-64 tokens)
     4 warps 32 x 64, interior tiles, heavy first:              8566 / 2299 / 3456 / 1882  (the rule up to 32 rows)
-    4 warps 64 x 32 / 8 warps 64 x 128 (2 or 3 stages) / 8 warps 128 x 64: slower on the prefill rows.
+    4 warps 64 x 32 / 8 warps 64 x 128 (2 or 3 stages) / 8 warps 128 x 64: slower on the prefill rows (all with
+    the per-score lookup; from 65 tokens the strip rule below replaces these).
   The bias-free diagnostic (wrong results by design) of the 4-warp rule runs 2631 / 734 / 1207: the bias
   lookups cost more than half of the prefill time. D = 64 and 256 were not swept (4 and 8 warps kept).
 - Decode kernel, `benchmarks/sweeps/h200-3c4a162/sweep-relbias-decode.json` and
@@ -35,13 +36,35 @@ setting of a grid timed alternating in that run):
   The paged gain is measured with our settings alternating; alternating with the peers in `attnkit bench`
   the paged rows read 337-341 us (`benchmarks/sweeps/h200-b166879/paged-vs-*.json`: 317 beside cuDNN,
   325 beside the 16 ms bias-mask SDPA).
-- Route of 17 to 32 query tokens: the decode kernel (token blocks of 128 packed rows, 4 warps, split-K) instead of
-  the forward kernel (one program per query head and 32-row block). 32 tokens against 64K / 8K keys:
-  1217 / 217.9 us by the forward kernel (`benchmarks/results/relbias-h200-2026-11-30-b166879.json`), 984.5 / 218.4
-  by the decode kernel (`relbias-h200-2026-11-30-43b1cca-verify.json`); two runs, not alternating (flash without a
-  bias read 436.5 / 63.6 and 434.1 / 62.9 in them). The 128-row decode tile at 4 warps holds 255 registers and
-  spills 736 bytes on sm_90 (`benchmarks/experiments/compile-sm90-relbias-e5df897.json`); 64 rows at 8 warps hold 144 and spill nothing. Untimed: the grid
-  `attnkit bench --family relbias --sweep relbias-verify` times them against the rule and the forward kernel.
+- Route of 17 to 32 query tokens: the decode kernel (token blocks of packed rows, split-K) instead of the forward
+  kernel (one program per query head and 32-row block). 32 tokens against 64K / 8K keys: 1192.9 / 218.0 us by
+  the forward kernel, 986.5 / 219.1 by the decode kernel at 128 rows and 4 warps
+  (`benchmarks/sweeps/h200-6d682fb/sweep-relbias-verify.json`), and 301.8 / 74.1 by the decode rule below.
+- The bias from strips (``bias_strip``): a tile's scores at distances d_min .. d_min + rows + keys - 2 read that
+  strip once and build the tile from it, instead of one gathered load per score.
+    Forward (`benchmarks/sweeps/h200-6d682fb/sweep-relbias-fwd-prefetch.json`, then the rule against its
+    neighbours in `benchmarks/sweeps/h200-51880b5/sweep-relbias-fwd-strip.json`). Prefill 8K global / window
+    1024 / varlen mixed:
+      64 x 64, 4 warps, per-tile branch (the previous rule):            5865 / 1558 / 2426
+      128 x 64, 8 warps, branch-free loops, the strip (the rule):      3256 / 1396 / 2380
+      the same with 3 stages / 128-key tiles / 32-key tiles:           3449 / 1535 / 3032, 3170 / 1537 / 2990,
+                                                                       4567 / 1625 / 2531
+      128 x 64 without the strip / 64 x 64 with it (4 warps):          6073 / 2033 / 3509, 3497 / 1669 / 3656
+      bias loaded one tile ahead (bias_prefetch, 64 x 64):             4513 / 1855 / 4097
+      the bias-free diagnostic of the rule (wrong results by design):  2765 / 886 / 1496
+    The rule's tile holds 255 registers and spills 32 bytes on sm_90 (python -m attnkit.testing.compile_check);
+    it starts at 65 query tokens, since below that a 128-row tile is mostly padding (33 to 64 tokens keep 64 x 64
+    at 4 warps; not swept). D = 256 keeps its rule (not swept).
+    Decode (`benchmarks/sweeps/h200-51880b5/sweep-relbias-verify-2.json`). 32 tokens against 64K / 8K, then one
+    token at b1 x 64K / b32 x 8K:
+      per-score lookup (128 rows, 4 warps, 3 stages):      988.1 / 219.7 / 83.5 / 265.2
+      strips, same tile:                                   948.9 / 196.4 / 76.3 / 258.5
+      strips, 128 rows at 8 warps:                         301.8 /  88.6
+      strips, 64 rows at 2 stages:                         408.4 /  74.1
+    So: strips for every contiguous bf16 decode; paged and fp8 caches (not timed with strips) take them from
+    DECODE_STRIP_MIN_TOKENS tokens per tile. Verify (more than 64 packed rows): splits of at least
+    VERIFY_LONG_SPLIT_TILES key tiles take 128 rows at 8 warps (64K: 31 tiles per split), shorter ones 64 rows at
+    2 stages (8K: 4 tiles). Two points, both at 32 tokens: 17 to 31 tokens follow the same rule untimed.
 """
 
 from __future__ import annotations
@@ -68,7 +91,8 @@ SPLIT_LOOPS = Switch("split_loops", "ATTNKIT_RELBIAS_SPLIT_LOOPS", None,
                      "a paged cache)")
 BIAS_PREFETCH = Switch("bias_prefetch", "ATTNKIT_RELBIAS_BIAS_PREFETCH", False,
                        "forward kernel: each tile inside the extent loads its bias one tile ahead, so the load's "
-                       "latency overlaps the previous tile's MMAs (takes the branch-free loops); not yet timed, so off")
+                       "latency overlaps the previous tile's MMAs (takes the branch-free loops, instead of the "
+                       "strip); off: slower than the strip where timed")
 BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
                     "a tile builds its bias from its strip of distances (forward: BLOCK_M + BLOCK_N - 1, for the "
                     "tiles inside the extent, in the branch-free loops; decode: tokens per tile + BLOCK_N - 1 per "

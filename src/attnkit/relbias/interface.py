@@ -137,8 +137,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     tile; the rule: forward tiles of at most 32 query rows, decode past the extent or over a paged cache),
     ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``), ``decode_rows`` (the decode
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
-    one tile ahead; off until timed), ``bias_strip`` (the forward kernel builds each interior tile's bias from
-    its strip of BLOCK_M + BLOCK_N - 1 distances; off until timed).
+    one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
+    distances, loaded once, instead of one load per score; the rule: forward from 65 query tokens at D <= 128,
+    decode over contiguous bf16 caches, and paged / fp8 caches from 8 tokens per tile).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))

@@ -10,10 +10,10 @@ Numerics   scores and softmax in fp32 in the base-2 domain (scale and bias pre-m
            log2(e)); fp8 k and v are converted to q's dtype exactly and their per-head scales applied
            in fp32 (k's to the scores, v's to the output); P is rounded to q's dtype for the second
            product; LSE returned in natural log; a row that sees no key gets 0 and -inf.
-Bias       by default one cached load per score at its distance, so a tile's loads touch only its strip
-           of BLOCK_M + BLOCK_N - 1 table entries; with BIAS_STRIP (an option, in the branch-free loops) a
-           tile inside the extent loads that strip once and builds itself from it (tl.gather); with
-           BIAS_PREFETCH its per-score loads are issued one tile ahead. A tile lying wholly beyond the
+Bias       a tile inside the extent touches only its strip of BLOCK_M + BLOCK_N - 1 table entries. With
+           BIAS_STRIP (the rule from 65 query tokens, in the branch-free loops) it loads that strip once and
+           builds itself from it (tl.gather); otherwise one cached load per score at its distance (tiles
+           that cross a mask or the extent always), issued one tile ahead with BIAS_PREFETCH (an option). A tile lying wholly beyond the
            extent takes the constant tail without any lookup; tiles outside the causal / window masks
            are never visited. FAST_INTERIOR: an
            interior tile (every key visible to every row, distances all inside the table or all beyond)
@@ -140,7 +140,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
            HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
            FAST_INTERIOR: tl.constexpr, MODE: tl.constexpr):
     """The online-softmax update over the key tiles n_lo, n_lo + BLOCK_N, ... < n_hi.
-    MODE 3 (the timed default): one loop for every tile, its bias and masks chosen per tile by branches.
+    MODE 3 (the rule below 65 query rows): one loop for every tile, its bias and masks chosen per tile by branches.
     MODE 0-2 (SPLIT_LOOPS): one kind of tile per loop, with no branch inside the loop body (on sm_90 an scf.if
     around the bias left the softmax computed twice, once in the MMA layout and once in the load's). 0: any
     tile (masks; bias looked up at the index clamped into the table, a tile beyond the extent reading one
@@ -333,7 +333,7 @@ def relbias_fwd_kernel(
                                    stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
                                    CLAMP, PERTURB, DOT_F32, FAST_INTERIOR,
                                    (0, 1, 0, 5 if BIAS_STRIP else 4 if BIAS_PREFETCH else 2, 0)[r])
-    else:  # one loop, the bias and the masks chosen per tile by branches (the timed default)
+    else:  # one loop, the bias and the masks chosen per tile by branches
         m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
                                hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
                                stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32,
