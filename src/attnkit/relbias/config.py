@@ -52,7 +52,8 @@ setting of a grid timed alternating in that run):
       128 x 64 without the strip / 64 x 64 with it (4 warps):          6073 / 2033 / 3509, 3497 / 1669 / 3656
       bias loaded one tile ahead (bias_prefetch, 64 x 64):             4513 / 1855 / 4097
       the bias-free diagnostic of the rule (wrong results by design):  2765 / 886 / 1496
-    The rule's tile holds 255 registers and spills 32 bytes on sm_90 (python -m attnkit.testing.compile_check);
+    The rule's tile holds 255 registers and spills 32 bytes on sm_90
+    (`benchmarks/experiments/compile-sm90-relbias-bad4385.json`);
     it starts at 65 query tokens, since below that a 128-row tile is mostly padding (33 to 64 tokens keep 64 x 64
     at 4 warps; not swept). D = 256 keeps its rule (not swept).
     Decode (`benchmarks/sweeps/h200-51880b5/sweep-relbias-verify-2.json`). 32 tokens against 64K / 8K, then one
