@@ -133,11 +133,10 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", num_warps=4).block_r == 128  # an option: no verify rule
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cpu").block_r == 128  # the interpreter keeps one tile shape
-    # the strip: every contiguous bf16 decode; paged / fp8 caches from 8 tokens per tile; an explicit value wins
+    # the strip: every decode tile (a power of two >= tokens per tile + keys per tile); an explicit value wins
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda").strip == 128
-    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True).strip == 0
-    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).strip == 0
-    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", fp8=True).strip == 128
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True).strip == 256  # 128-key tiles
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).strip == 128
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", bias_strip=False).strip == 0
     assert decode_plan(1, 4, 3, 128, 16, 8192, 132, "cuda", block_n=32).strip_g == 4  # 3 heads: strips of 4 rows
     assert decode_plan(1, 8, 3, 128, 5, 100, 132, "cuda").token_blocks == 1  # 15 rows in one 16-row tile
@@ -219,7 +218,8 @@ def test_bad_num_splits(device):
                                              (300, "zero", 150), (1, "clamp", None), (5000, "zero", 97)])
 def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     """The mask-free interior path computes exactly what the masked path does on interior tiles (every key
-    visible, distances inside or beyond the table): the same bits, on shapes where most tiles are interior."""
+    visible, distances inside or beyond the table), and the strip (the rule here: interior and masked tiles)
+    what the per-score lookup does: the same bits, on shapes where most tiles are interior."""
     g = torch.Generator().manual_seed(E)
     lq, lk = [256, 130], [256, 300]  # a full prefill and a chunk behind 170 earlier keys
     Hq, Hkv, D = 4, 2, 64
@@ -230,11 +230,12 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     cq = torch.tensor([0, lq[0], sum(lq)], dtype=torch.int32, device=device)
     ck = torch.tensor([0, lk[0], sum(lk)], dtype=torch.int32, device=device)
     kw = dict(cu_seqlens_q=cq, cu_seqlens_k=ck, table=table, window=window, beyond=beyond, _force="fwd")
-    a = relbias_attention(q, k, v, fast_interior=False, **kw)
-    for opts in (dict(fast_interior=True), dict(split_loops=True), dict(split_loops=True, fast_interior=False),
-                 dict(bias_prefetch=True), dict(bias_strip=True)):
+    a = relbias_attention(q, k, v, fast_interior=False, bias_strip=False, **kw)  # every tile masked, looked up
+    for opts in (dict(fast_interior=True, bias_strip=False), dict(split_loops=True, bias_strip=False),
+                 dict(split_loops=True, fast_interior=False, bias_strip=False), dict(bias_prefetch=True),
+                 {}, dict(fast_interior=False), dict(_masked_strip=False), dict(bias_strip=True, block_m=32)):
         b = relbias_attention(q, k, v, **opts, **kw)  # the same tiles in the same order, the same arithmetic
-        if device == "cuda" and (opts.get("split_loops") or opts.get("bias_prefetch") or opts.get("bias_strip")):
+        if device == "cuda" and opts.get("split_loops", True) is not False:
             # compiled, the other loop structure may contract a multiply-add differently (H200: a few outputs
             # differ in the last bit); its parity with the fp64 oracle is the relbias/triton_*_split gates'
             torch.testing.assert_close(b[0], a[0], rtol=2 ** -7, atol=2 ** -7, msg=str(opts))

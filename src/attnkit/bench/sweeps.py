@@ -146,6 +146,17 @@ SWEEPS: dict[str, Sweep] = {
         ("nostrip-rows64-s2", dict(bias_strip=False, decode_rows=64, num_stages=2)),
         ("strip", dict(bias_strip=True)),
     )),
+    "relbias-strip-2": Sweep("relbias", "the strip in the forward kernel's masked tiles (diagonal, window edge, "
+                             "extent) and in paged / fp8 decode (the rule of this grid) against the per-score "
+                             "lookup there, and the split target of verify 32 x 8K",
+                             _RB_FWD_CASES[:3] + _RB_DEC_CASES[3:] + ("relbias-model-verify32-8k",), (
+        ("rule", {}),
+        ("masked-lookup", dict(_masked_strip=False)),
+        ("nostrip", dict(bias_strip=False)),
+        ("c8", dict(ctas_per_sm=8)),
+        ("c2", dict(ctas_per_sm=2)),
+        ("rows32-s2", dict(decode_rows=32, num_stages=2)),
+    )),
     "relbias-merge": Sweep("relbias", "decode: output dims per merge program", _RB_DEC_CASES[:2], (
         ("rule", {}),
         ("md64", dict(merge_block_d=64)),

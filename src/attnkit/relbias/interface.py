@@ -122,7 +122,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, _perturb=None, _force=None):
+                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, _perturb=None, _force=None,
+                      _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -139,7 +140,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 65 query tokens at D <= 128,
-    decode over contiguous bf16 caches, and paged / fp8 caches from 8 tokens per tile).
+    decode over contiguous bf16 caches, and paged / fp8 caches from 8 tokens per tile). ``_masked_strip=False``
+    (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
@@ -197,7 +199,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
         FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
-        BIAS_STRIP=cfg.bias_strip, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
 

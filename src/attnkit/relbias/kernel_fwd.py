@@ -118,17 +118,21 @@ def _interior_bias(s, tab, dd, d_lo, tail, E, CLAMP: tl.constexpr, PERTURB: tl.c
 
 
 @triton.jit
-def _strip_bias(tab, first_pos, n0, shift, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The bias of an interior tile wholly inside the extent, from its strip: distance d(i, j) = pos_i - (n0 + j)
-    + shift = base + (i - j + BLOCK_N - 1) with base the tile's smallest distance, so the tile reads the
-    BLOCK_M + BLOCK_N - 1 table entries base .. base + BLOCK_M + BLOCK_N - 2, once, and builds itself from them."""
+def _strip_bias(tab, first_pos, n0, shift, E, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CLAMPED: tl.constexpr):
+    """The bias of a tile from its strip: distance d(i, j) = pos_i - (n0 + j) + shift = base + (i - j + BLOCK_N - 1)
+    with base the tile's smallest distance, so the tile reads the BLOCK_M + BLOCK_N - 1 table entries base ..
+    base + BLOCK_M + BLOCK_N - 2, once, and builds itself from them. CLAMPED (a tile that may cross a mask or the
+    extent): each entry read at its index clamped into the table, as the per-score lookup reads it."""
     if BLOCK_M >= BLOCK_N:  # S: a power of two covering the BLOCK_M + BLOCK_N - 1 entries
         S: tl.constexpr = 2 * BLOCK_M
     else:
         S: tl.constexpr = 2 * BLOCK_N
     base = first_pos - (n0 + BLOCK_N - 1) + shift  # the first row's distance to the tile's last key
     t = tl.arange(0, S)
-    strip = tl.load(tab + base + t, mask=t < BLOCK_M + BLOCK_N - 1, other=0.0)
+    if CLAMPED:
+        strip = tl.load(tab + tl.minimum(tl.maximum(base + t, 0), E - 1))
+    else:
+        strip = tl.load(tab + base + t, mask=t < BLOCK_M + BLOCK_N - 1, other=0.0)
     idx = tl.arange(0, BLOCK_M)[:, None] - tl.arange(0, BLOCK_N)[None, :] + (BLOCK_N - 1)
     return tl.reshape(tl.gather(strip, tl.reshape(idx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
 
@@ -138,7 +142,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
            first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
            BLOCK_N: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr,
            HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
-           FAST_INTERIOR: tl.constexpr, MODE: tl.constexpr):
+           FAST_INTERIOR: tl.constexpr, MODE: tl.constexpr, MASKED_STRIP: tl.constexpr = False):
     """The online-softmax update over the key tiles n_lo, n_lo + BLOCK_N, ... < n_hi.
     MODE 3 (the rule below 65 query rows): one loop for every tile, its bias and masks chosen per tile by branches.
     MODE 0-2 (SPLIT_LOOPS): one kind of tile per loop, with no branch inside the loop body (on sm_90 an scf.if
@@ -148,7 +152,9 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
     wholly inside the extent (lookup, no clamp, no mask); 4: as 2, each tile's bias loaded one tile ahead
     (BIAS_PREFETCH: the load's latency overlaps the previous tile's MMAs instead of stalling its own); 5: as 2,
     the bias built from the tile's strip of BLOCK_M + BLOCK_N - 1 distances, loaded once (contiguous) and
-    gathered in the tile's layout (BIAS_STRIP: no load per score)."""
+    gathered in the tile's layout (BIAS_STRIP: no load per score). MASKED_STRIP: MODE 0 tiles build their bias
+    from their strip too, each entry at its clamped index (with BIAS_STRIP: the diagonal, window-edge and
+    extent-straddling tiles)."""
     if MODE == 4:
         offs_b = n_lo + tl.arange(0, BLOCK_N)
         bias_next = tl.load(tab + (pos[:, None] - offs_b[None, :] + shift), mask=n_lo < n_hi, other=0.0)
@@ -177,7 +183,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
                 s = s + bias_cur * LOG2E
         elif MODE == 5:
             if PERTURB != 1:
-                s = s + _strip_bias(tab, first_pos, n0, shift, s.shape[0], BLOCK_N) * LOG2E
+                s = s + _strip_bias(tab, first_pos, n0, shift, E, s.shape[0], BLOCK_N, False) * LOG2E
         elif MODE == 0:
             d = pos[:, None] - offs_n[None, :]
             vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
@@ -186,8 +192,11 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
             if PERTURB != 1:
                 dd = d + shift
                 # no load mask: the clamped index always lies in the table (a mask would tie the visibility
-                # test to the load's layout)
-                bias = tl.load(tab + tl.minimum(tl.maximum(dd, 0), E - 1)) * LOG2E
+                # test to the load's layout); with MASKED_STRIP from the tile's strip, clamped the same way
+                if MASKED_STRIP:
+                    bias = _strip_bias(tab, first_pos, n0, shift, E, s.shape[0], BLOCK_N, True) * LOG2E
+                else:
+                    bias = tl.load(tab + tl.minimum(tl.maximum(dd, 0), E - 1)) * LOG2E
                 if not CLAMP:
                     bias = tl.where(dd < E, bias, 0.0)
                 s = s + bias
@@ -233,7 +242,7 @@ def relbias_fwd_kernel(
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
     HEAVY_FIRST: tl.constexpr = False, SPLIT_LOOPS: tl.constexpr = False, BIAS_PREFETCH: tl.constexpr = False,
-    BIAS_STRIP: tl.constexpr = False,
+    BIAS_STRIP: tl.constexpr = False, MASKED_STRIP: tl.constexpr = True,
 ):
     if HEAVY_FIRST:  # the last query blocks see the most keys: launch them first (a shorter tail)
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -332,7 +341,8 @@ def relbias_fwd_kernel(
                                    starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
                                    stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
                                    CLAMP, PERTURB, DOT_F32, FAST_INTERIOR,
-                                   (0, 1, 0, 5 if BIAS_STRIP else 4 if BIAS_PREFETCH else 2, 0)[r])
+                                   (0, 1, 0, 5 if BIAS_STRIP else 4 if BIAS_PREFETCH else 2, 0)[r],
+                                   BIAS_STRIP and MASKED_STRIP)
     else:  # one loop, the bias and the masks chosen per tile by branches
         m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
                                hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
