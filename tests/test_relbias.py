@@ -133,9 +133,10 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", num_warps=4).block_r == 128  # an option: no verify rule
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cpu").block_r == 128  # the interpreter keeps one tile shape
-    # the strip: every decode tile (a power of two >= tokens per tile + keys per tile); an explicit value wins
+    # the strip (a power of two >= tokens per tile + keys per tile): over contiguous caches; an explicit value wins
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda").strip == 128
-    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True).strip == 256  # 128-key tiles
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True).strip == 0
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, bias_strip=True).strip == 256  # 128 keys
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).strip == 128
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", bias_strip=False).strip == 0
     assert decode_plan(1, 4, 3, 128, 16, 8192, 132, "cuda", block_n=32).strip_g == 4  # 3 heads: strips of 4 rows

@@ -153,6 +153,7 @@ SWEEPS: dict[str, Sweep] = {
         ("rule", {}),
         ("masked-lookup", dict(_masked_strip=False)),
         ("nostrip", dict(bias_strip=False)),
+        ("strip", dict(bias_strip=True)),
         ("c8", dict(ctas_per_sm=8)),
         ("c2", dict(ctas_per_sm=2)),
         ("rows32-s2", dict(decode_rows=32, num_stages=2)),

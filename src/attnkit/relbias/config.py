@@ -190,7 +190,6 @@ class DecodePlan:
     strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
 
 
-DECODE_STRIP = True  # decode tiles build their bias from per-head strips (see above)
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
 VERIFY_LONG_SPLIT_TILES = 16  # splits of at least this many key tiles 128-row tiles at 8 warps (see above)
 PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch-free loops (see above)
@@ -210,8 +209,8 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
-    branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. Tiles build their bias from
-    per-head strips (``bias_strip``)."""
+    branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. Over a contiguous cache the
+    tiles build their bias from per-head strips (``bias_strip``)."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
@@ -243,7 +242,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
             stages = 2
     w = _pow2("num_warps", w, (4, 8)) or (8 if head_dim >= 256 else 4)
     if bias_strip is None:
-        bias_strip = DECODE_STRIP
+        bias_strip = not paged  # paged: the per-score lookup (see above)
     strip = 1 << (tokens_per_block + bn - 1).bit_length() if bias_strip else 0  # a power of two >= TPB + bn
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
                       keys_per_split=tiles_per_split * bn,
