@@ -52,8 +52,10 @@ setting of a grid timed alternating in that run):
       128 x 64 without the strip / 64 x 64 with it (4 warps):          6073 / 2033 / 3509, 3497 / 1669 / 3656
       bias loaded one tile ahead (bias_prefetch, 64 x 64):             4513 / 1855 / 4097
       the bias-free diagnostic of the rule (wrong results by design):  2765 / 886 / 1496
-    The rule's tile holds 255 registers and spills 32 bytes on sm_90
-    (`benchmarks/experiments/compile-sm90-relbias-bad4385.json`);
+    Then the masked tiles (diagonal, window edge, extent) from their strip too, clamped per entry
+    (`benchmarks/sweeps/h200-18926a2/sweep-relbias-strip-2.json`; with the per-score lookup left there): 2894 /
+    985 / 1585 (3226 / 1392 / 2369). The rule's tile holds 255 registers with no spill on sm_90
+    (`benchmarks/experiments/compile-sm90-relbias-18926a2.json`);
     it starts at 65 query tokens, since below that a 128-row tile is mostly padding (33 to 64 tokens keep 64 x 64
     at 4 warps; not swept). D = 256 keeps its rule (not swept).
     Decode (`benchmarks/sweeps/h200-51880b5/sweep-relbias-verify-2.json`). 32 tokens against 64K / 8K, then one
@@ -62,8 +64,9 @@ setting of a grid timed alternating in that run):
       strips, same tile:                                   948.9 / 196.4 / 76.3 / 258.5
       strips, 128 rows at 8 warps:                         301.8 /  88.6
       strips, 64 rows at 2 stages:                         408.4 /  74.1
-    So: strips for every contiguous bf16 decode; paged and fp8 caches (not timed with strips) take them from
-    DECODE_STRIP_MIN_TOKENS tokens per tile. Verify (more than 64 packed rows): splits of at least
+    Paged bs16 / fp8 b32 x 8K (`benchmarks/sweeps/h200-18926a2/sweep-relbias-strip-2.json`), per-score lookup
+    against strips: 318.0 / 396.6 against 339.4 / 263.5. So: strips over contiguous caches (bf16 and fp8), the
+    per-score lookup over paged ones. Verify (more than 64 packed rows): splits of at least
     VERIFY_LONG_SPLIT_TILES key tiles take 128 rows at 8 warps (64K: 31 tiles per split), shorter ones 64 rows at
     2 stages (8K: 4 tiles). Two points, both at 32 tokens: 17 to 31 tokens follow the same rule untimed.
 """
@@ -98,7 +101,7 @@ BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
                     "a tile builds its bias from its strip of distances (forward: BLOCK_M + BLOCK_N - 1, for the "
                     "tiles inside the extent, in the branch-free loops; decode: tokens per tile + BLOCK_N - 1 per "
                     "query head), loaded once and gathered, instead of one load per score; default: the rule "
-                    "(forward: at least 65 query tokens and D <= 128; decode: at least 8 tokens per tile)")
+                    "(forward: at least 65 query tokens and D <= 128; decode: contiguous caches)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,

@@ -140,7 +140,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 65 query tokens at D <= 128,
-    decode over contiguous bf16 caches, and paged / fp8 caches from 8 tokens per tile). ``_masked_strip=False``
+    decode over contiguous caches). ``_masked_strip=False``
     (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),

@@ -10,13 +10,14 @@ Numerics   scores and softmax in fp32 in the base-2 domain (scale and bias pre-m
            log2(e)); fp8 k and v are converted to q's dtype exactly and their per-head scales applied
            in fp32 (k's to the scores, v's to the output); P is rounded to q's dtype for the second
            product; LSE returned in natural log; a row that sees no key gets 0 and -inf.
-Bias       a tile inside the extent touches only its strip of BLOCK_M + BLOCK_N - 1 table entries. With
-           BIAS_STRIP (the rule from 65 query tokens, in the branch-free loops) it loads that strip once and
-           builds itself from it (tl.gather); otherwise one cached load per score at its distance (tiles
-           that cross a mask or the extent always), issued one tile ahead with BIAS_PREFETCH (an option). A tile lying wholly beyond the
-           extent takes the constant tail without any lookup; tiles outside the causal / window masks
-           are never visited. FAST_INTERIOR: an
-           interior tile (every key visible to every row, distances all inside the table or all beyond)
+Bias       a tile touches only its strip of BLOCK_M + BLOCK_N - 1 table entries. With BIAS_STRIP (the rule
+           from 65 query tokens, in the branch-free loops) it loads that strip once and builds itself from it
+           (tl.gather; a tile that crosses a mask or the extent reads each entry at its index clamped into
+           the table, unless MASKED_STRIP is off); otherwise one cached load per score at its distance,
+           issued one tile ahead for interior tiles with BIAS_PREFETCH (an option). A tile lying wholly
+           beyond the extent takes the constant tail without any lookup; tiles outside the causal / window
+           masks are never visited. FAST_INTERIOR: an interior tile (every key visible to every row,
+           distances all inside the table or all beyond)
            skips the masks and the clamp. HEAVY_FIRST: the grid's first programs take each sequence's
            last query blocks (scheduling only; the same bits).
 Dispatch   attnkit.relbias.interface.relbias_attention (config: attnkit.relbias.config.fwd_config).
