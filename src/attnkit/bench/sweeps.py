@@ -158,6 +158,29 @@ SWEEPS: dict[str, Sweep] = {
         ("c2", dict(ctas_per_sm=2)),
         ("rows32-s2", dict(decode_rows=32, num_stages=2)),
     )),
+    "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
+                          "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
+                          ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",
+                           "relbias-tune-chunk128-b8-8k"), (
+        ("rule", {}),
+        ("strip-bm128-w8", dict(bias_strip=True, block_m=128, num_warps=8)),
+        ("strip-bm64-w4", dict(bias_strip=True, block_m=64, num_warps=4)),
+        ("strip-bm64-w8", dict(bias_strip=True, block_m=64, num_warps=8)),
+        ("strip-bm128-bn32-w8", dict(bias_strip=True, block_m=128, block_n=32, num_warps=8)),
+        ("nostrip", dict(bias_strip=False)),
+    )),
+    "relbias-fp8": Sweep("relbias", "fp8 decode (half the bf16 bytes, not yet half the time): split target, tile, "
+                         "warps and stages, beside bf16", ("relbias-model-fp8-decode-b32-8k",
+                                                           "relbias-model-decode-b32-8k"), (
+        ("rule", {}),
+        ("c4", dict(ctas_per_sm=4)),
+        ("c6", dict(ctas_per_sm=6)),
+        ("c8", dict(ctas_per_sm=8)),
+        ("s4", dict(num_stages=4)),
+        ("bn128", dict(block_n=128)),
+        ("bn128-w8", dict(block_n=128, num_warps=8)),
+        ("bn32-c6", dict(block_n=32, ctas_per_sm=6)),
+    )),
     "relbias-merge": Sweep("relbias", "decode: output dims per merge program", _RB_DEC_CASES[:2], (
         ("rule", {}),
         ("md64", dict(merge_block_d=64)),

@@ -146,6 +146,14 @@ _rb("relbias-model", "paged-decode-b32-8k-bs16", [1] * 32, [8192] * 32, block_si
 _rb("relbias-model", "paged-decode-b32-8k-bs64", [1] * 32, [8192] * 32, block_size=64, **_M)
 _rb("relbias-model", "fp8-decode-b32-8k", [1] * 32, [8192] * 32, kv="fp8", **_M)
 
+# shapes the rules were not timed on (D 64 and 256 prefill, 33-64 and 128-token chunks): the `relbias-tune` sweep
+# times them, and the full tier gates them like the benchmarked ones
+_T = dict(Hkv=8, E=8192, tiers=(FULL,))
+_rb("relbias-tune", "prefill-8k-d64", [8192], [8192], Hq=64, D=64, **_T)
+_rb("relbias-tune", "prefill-4k-d256", [4096], [4096], Hq=32, D=256, **_T)
+_rb("relbias-tune", "chunk48-b8-8k", [48] * 8, [8192] * 8, Hq=64, D=128, **_T)
+_rb("relbias-tune", "chunk128-b8-8k", [128] * 8, [8192] * 8, Hq=64, D=128, **_T)
+
 # ----------------------------------------------------------------------------------------- sparse_int8
 # params: T, Hq, Hkv, D, C, N, invalid (fraction of -1 entries), layout ("shared"|"per_head"),
 # strided (cache is a slice of a larger cache), dup (allow duplicates), splits (forced split count)
