@@ -158,6 +158,15 @@ SWEEPS: dict[str, Sweep] = {
         ("c2", dict(ctas_per_sm=2)),
         ("rows32-s2", dict(decode_rows=32, num_stages=2)),
     )),
+    "relbias-fwd-strip-2": Sweep("relbias", "forward kernel with the strip in every tile (the rule): key tile, "
+                                 "stages and launch order on the model prefill rows", _RB_FWD_CASES[:3], (
+        ("rule", {}),
+        ("bn128", dict(block_n=128)),
+        ("s3", dict(num_stages=3)),
+        ("bn128-s3", dict(block_n=128, num_stages=3)),
+        ("bn32", dict(block_n=32)),
+        ("in-order", dict(heavy_first=False)),
+    )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
                           ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",
