@@ -180,6 +180,9 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert fwd_config(128, 8192, "cuda", bias_strip=True).split_loops
     with pytest.raises(ValueError, match="bias_strip"):
         fwd_config(128, 8192, "cuda", bias_strip=True, bias_prefetch=True)
+    assert fwd_config(128, 40, "cuda", kv_tma=True).split_loops  # TMA loads run in the branch-free loops
+    with pytest.raises(ValueError, match="kv_tma"):
+        fwd_config(128, 8192, "cuda", split_loops=False, kv_tma=True)
 
 
 def test_merge_rule_spreads_few_rows_over_more_programs():
@@ -234,7 +237,8 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
     a = relbias_attention(q, k, v, fast_interior=False, bias_strip=False, **kw)  # every tile masked, looked up
     for opts in (dict(fast_interior=True, bias_strip=False), dict(split_loops=True, bias_strip=False),
                  dict(split_loops=True, fast_interior=False, bias_strip=False), dict(bias_prefetch=True),
-                 {}, dict(fast_interior=False), dict(_masked_strip=False), dict(bias_strip=True, block_m=32)):
+                 {}, dict(fast_interior=False), dict(_masked_strip=False), dict(bias_strip=True, block_m=32),
+                 dict(kv_tma=True), dict(kv_tma=True, bias_strip=False)):
         b = relbias_attention(q, k, v, **opts, **kw)  # the same tiles in the same order, the same arithmetic
         if device == "cuda" and opts.get("split_loops", True) is not False:
             # compiled, the other loop structure may contract a multiply-add differently (H200: a few outputs
@@ -273,7 +277,7 @@ def test_decode_strip_gives_the_same_bits(case_id, opts, device):
                                   dict(split_loops=True, block_m=32, block_n=16, heavy_first=False),
                                   dict(decode_rows=16, split_loops=False), dict(bias_prefetch=True),
                                   dict(bias_prefetch=True, block_m=16, block_n=16), dict(bias_strip=True),
-                                  dict(bias_strip=True, block_m=16, block_n=32)])
+                                  dict(bias_strip=True, block_m=16, block_n=32), dict(kv_tma=True)])
 def test_tuning_options_give_the_oracles_answer(opts, device):
     """Every tile, warp, stage, split-target and launch-order setting the sweeps time computes the oracle's
     answer within the gate's bounds: the forward kernel on prefill, chunked and varlen batches, the decode
@@ -289,6 +293,29 @@ def test_tuning_options_give_the_oracles_answer(opts, device):
         assert unwritten(out) == 0
         c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
         assert c.ok, (case_id, c.reason)
+
+
+def test_kv_tma_needs_a_contiguous_aligned_cache(device):
+    """kv_tma (TMA descriptors for K and V) names itself when the cache cannot take a descriptor."""
+    p = _inp("relbias-paged-bs16-decode", device)
+    with pytest.raises(ValueError, match="kv_tma"):
+        relbias_kernel_call(p, force="fwd", kv_tma=True)
+    inp = _inp("relbias-prefill-s113", device)
+
+    def strided(t, rows=1, pad=0):  # t in a larger buffer: token stride of `rows` rows, `pad` elements ahead
+        buf = torch.empty(t.shape[0] * rows, t.shape[1], t.shape[2] + pad, dtype=t.dtype, device=device)
+        view = buf[::rows, :, pad:]
+        view.copy_(t)
+        return view
+
+    ref = relbias_kernel_call(inp, force="fwd", kv_tma=False)
+    wide = dict(inp, k=strided(inp["k"], rows=2), v=strided(inp["v"], rows=2))  # still 16-byte aligned: accepted
+    out = relbias_kernel_call(wide, force="fwd", kv_tma=True)
+    assert torch.equal(out[0], ref[0]) or device == "cuda"
+    torch.testing.assert_close(out[0], ref[0], rtol=2 ** -7, atol=2 ** -7)
+    odd = dict(inp, k=strided(inp["k"], pad=1), v=strided(inp["v"], pad=1))  # rows not 16-byte aligned
+    with pytest.raises(ValueError, match="kv_tma"):
+        relbias_kernel_call(odd, force="fwd", kv_tma=True)
 
 
 def test_tuning_options_are_checked(device, monkeypatch):

@@ -159,13 +159,15 @@ SWEEPS: dict[str, Sweep] = {
         ("rows32-s2", dict(decode_rows=32, num_stages=2)),
     )),
     "relbias-fwd-strip-2": Sweep("relbias", "forward kernel with the strip in every tile (the rule): key tile, "
-                                 "stages and launch order on the model prefill rows", _RB_FWD_CASES[:3], (
+                                 "stages, launch order and TMA loads of K and V (kv_tma) on the model prefill rows", _RB_FWD_CASES[:3], (
         ("rule", {}),
         ("bn128", dict(block_n=128)),
         ("s3", dict(num_stages=3)),
         ("bn128-s3", dict(block_n=128, num_stages=3)),
         ("bn32", dict(block_n=32)),
         ("in-order", dict(heavy_first=False)),
+        ("kv_tma", dict(kv_tma=True)),
+        ("kv_tma-s3", dict(kv_tma=True, num_stages=3)),
     )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",

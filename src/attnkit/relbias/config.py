@@ -102,6 +102,9 @@ BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
                     "tiles inside the extent, in the branch-free loops; decode: tokens per tile + BLOCK_N - 1 per "
                     "query head), loaded once and gathered, instead of one load per score; default: the rule "
                     "(forward: at least 65 query tokens and D <= 128; decode: contiguous caches)")
+KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
+                "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
+                "(takes the branch-free loops); not yet timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -132,6 +135,7 @@ class FwdConfig:
     split_loops: bool = False
     bias_prefetch: bool = False
     bias_strip: bool = False
+    kv_tma: bool = False
 
 
 FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, up to this tile height (see above)
@@ -141,7 +145,7 @@ FWD_STRIP_MIN_Q = 65  # from this many query tokens (D <= 128): 128 x 64 tiles, 
 def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int | None = None,
                block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
                split_loops: bool | None = None, bias_prefetch: bool = False,
-               bias_strip: bool | None = None) -> FwdConfig:
+               bias_strip: bool | None = None, kv_tma: bool = False) -> FwdConfig:
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
     smallest tile tl.dot accepts, instead of padding one token to 64 rows; those short tiles run the
     branch-free loops at 3 stages. Long ones (at least FWD_STRIP_MIN_Q tokens, D <= 128) build each interior
@@ -155,7 +159,7 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
                                                           else 128 if gpu_strip else 64)
     short = bm <= FWD_SPLIT_MAX_BLOCK_M
     split = short if split_loops is None else split_loops
-    for name, on in (("bias_prefetch", bias_prefetch), ("bias_strip", bias_strip)):
+    for name, on in (("bias_prefetch", bias_prefetch), ("bias_strip", bias_strip), ("kv_tma", kv_tma)):
         if on:
             if split_loops is False:
                 raise ValueError(f"{name}: needs the branch-free loops; it cannot be combined with split_loops=False")
@@ -170,7 +174,7 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
     w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 or bm >= 128 else 4)
     stages = num_stages or (3 if short and split else 2)
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split,
-                     bias_prefetch=bias_prefetch, bias_strip=bias_strip)
+                     bias_prefetch=bias_prefetch, bias_strip=bias_strip, kv_tma=kv_tma)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

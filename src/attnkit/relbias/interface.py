@@ -12,7 +12,7 @@ from .._runtime import check_device, interpreting, require
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, decode_plan, fwd_config, use_decode)
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, KV_TMA, decode_plan, fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
@@ -122,8 +122,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, _perturb=None, _force=None,
-                      _masked_strip=True):
+                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None, _perturb=None,
+                      _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -140,7 +140,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 65 query tokens at D <= 128,
-    decode over contiguous caches). ``_masked_strip=False``
+    decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
+    and V through TMA tensor descriptors; off until timed). ``_masked_strip=False``
     (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
@@ -148,6 +149,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     bm_opt, ctas_opt = BLOCK_M_OPT.resolve(block_m), CTAS_OPT.resolve(ctas_per_sm)
     rows_opt = DECODE_ROWS_OPT.resolve(decode_rows)
     prefetch, strip = BIAS_PREFETCH.resolve(bias_prefetch), BIAS_STRIP.resolve(bias_strip)
+    tma = KV_TMA.resolve(kv_tma)
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     split = SPLIT_LOOPS.resolve(split_loops)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
@@ -185,13 +187,16 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip), merge_block_d, split)
         return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
-                     bias_strip=strip, **tune)
+                     bias_strip=strip, kv_tma=tma, **tune)
+    k_desc, v_desc = kk, vv
+    if cfg.kv_tma:
+        k_desc, v_desc = (_kv_descriptor(t, cfg.block_n, paged) for t in (kk, vv))
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     relbias_fwd_kernel[grid](
         q, kk, vv, tab, out, lse,
         cu_seqlens_q, dummy if paged else cu_seqlens_k, seqused_k if paged else dummy,
-        block_table if paged else dummy, k_scale if fp8 else tab, v_scale if fp8 else tab,
+        block_table if paged else dummy, k_scale if fp8 else tab, v_scale if fp8 else tab, k_desc, v_desc,
         scale, tab.shape[1], window or 0,
         q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), out.stride(0), out.stride(1), lse.stride(0),
         kk.stride(0) if paged else 0, block_table.stride(0) if paged else 0,
@@ -199,9 +204,22 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
         FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
-        BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, KV_TMA=cfg.kv_tma, num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages,
     )
     return out, lse
+
+
+def _kv_descriptor(t, block_n, paged):
+    """A TMA tensor descriptor over a contiguous cache [total_k, Hkv, D] viewed as [total_k, Hkv * D], in boxes of
+    block_n keys x D (the option kv_tma)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    require(not paged, "kv_tma", "needs a contiguous k / v (a paged cache's key tile may span pages)")
+    n, hkv, d = t.shape
+    aligned = t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0
+    require(t.stride(2) == 1 and t.stride(1) == d and aligned, "kv_tma",
+            "needs k / v with contiguous [Hkv, D] rows, a 16-byte aligned start and a 16-byte multiple token stride")
+    return TensorDescriptor(t, [n, hkv * d], [t.stride(0), 1], [block_n, d])
 
 
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,

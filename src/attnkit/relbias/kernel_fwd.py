@@ -139,11 +139,13 @@ def _strip_bias(tab, first_pos, n0, shift, E, BLOCK_M: tl.constexpr, BLOCK_N: tl
 
 
 @triton.jit
-def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi, seqlen_k,
+def _tiles(m_i, l_i, acc, q, qk_scale, K, V, K_DESC, V_DESC, tab, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi,
+           seqlen_k,
            first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
            BLOCK_N: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr,
            HAS_WINDOW: tl.constexpr, CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
-           FAST_INTERIOR: tl.constexpr, MODE: tl.constexpr, MASKED_STRIP: tl.constexpr = False):
+           FAST_INTERIOR: tl.constexpr, MODE: tl.constexpr, MASKED_STRIP: tl.constexpr = False,
+           KV_TMA: tl.constexpr = False):
     """The online-softmax update over the key tiles n_lo, n_lo + BLOCK_N, ... < n_hi.
     MODE 3 (the rule below 65 query rows): one loop for every tile, its bias and masks chosen per tile by branches.
     MODE 0-2 (SPLIT_LOOPS): one kind of tile per loop, with no branch inside the loop body (on sm_90 an scf.if
@@ -155,7 +157,8 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
     the bias built from the tile's strip of BLOCK_M + BLOCK_N - 1 distances, loaded once (contiguous) and
     gathered in the tile's layout (BIAS_STRIP: no load per score). MASKED_STRIP: MODE 0 tiles build their bias
     from their strip too, each entry at its clamped index (with BIAS_STRIP: the diagonal, window-edge and
-    extent-straddling tiles)."""
+    extent-straddling tiles). KV_TMA: interior tiles (MODE 1, 2, 4, 5) of a contiguous cache load K and V through
+    TMA tensor descriptors (K_DESC, V_DESC over [total_k, Hkv * D], boxes of BLOCK_N keys x D)."""
     if MODE == 4:
         offs_b = n_lo + tl.arange(0, BLOCK_N)
         bias_next = tl.load(tab + (pos[:, None] - offs_b[None, :] + shift), mask=n_lo < n_hi, other=0.0)
@@ -168,7 +171,9 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < seqlen_k
         kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
-        if MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5:
+        if (MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5) and KV_TMA:
+            k = K_DESC.load([k_start + n0, g * q.shape[1]]).T
+        elif MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None])
         else:
             k = tl.load(K + kv_off[None, :] + g * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
@@ -223,7 +228,9 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
             else:
                 s = _masked_bias(s, tab, d, shift, d_lo, tail, E, win, col_ok, row_ok, HAS_WINDOW, CLAMP, PERTURB)
         m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
-        if MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5:
+        if (MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5) and KV_TMA:
+            v = V_DESC.load([k_start + n0, g * q.shape[1]])
+        elif MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :])
         else:
             v = tl.load(V + kv_off[:, None] + g * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
@@ -234,7 +241,7 @@ def _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_
 @triton.jit
 def relbias_fwd_kernel(
     Q, K, V, TABLE, OUT, LSE,
-    CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
+    CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE, K_DESC, V_DESC,
     sm_scale, E, window,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_ot, stride_oh, stride_lt,
     stride_kb, stride_bt,
@@ -243,7 +250,7 @@ def relbias_fwd_kernel(
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, FAST_INTERIOR: tl.constexpr = False,
     HEAVY_FIRST: tl.constexpr = False, SPLIT_LOOPS: tl.constexpr = False, BIAS_PREFETCH: tl.constexpr = False,
-    BIAS_STRIP: tl.constexpr = False, MASKED_STRIP: tl.constexpr = True,
+    BIAS_STRIP: tl.constexpr = False, MASKED_STRIP: tl.constexpr = True, KV_TMA: tl.constexpr = False,
 ):
     if HEAVY_FIRST:  # the last query blocks see the most keys: launch them first (a shorter tail)
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -338,15 +345,15 @@ def relbias_fwd_kernel(
             bounds = (hi, hi, hi, hi, hi)
         starts = (lo, bounds[0], bounds[1], bounds[2], bounds[3])
         for r in tl.static_range(5 if FAST_INTERIOR else 1):  # G1, B, G2, I, G3
-            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d,
-                                   starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
+            m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, K_DESC, V_DESC, tab, tail, E, win, shift, pos,
+                                   row_ok, offs_d, starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
                                    stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
                                    CLAMP, PERTURB, DOT_F32, FAST_INTERIOR,
                                    (0, 1, 0, 5 if BIAS_STRIP else 4 if BIAS_PREFETCH else 2, 0)[r],
-                                   BIAS_STRIP and MASKED_STRIP)
+                                   BIAS_STRIP and MASKED_STRIP, KV_TMA)
     else:  # one loop, the bias and the masks chosen per tile by branches
-        m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, tab, tail, E, win, shift, pos, row_ok, offs_d, lo,
-                               hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
+        m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, K_DESC, V_DESC, tab, tail, E, win, shift, pos, row_ok,
+                               offs_d, lo, hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
                                stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32,
                                FAST_INTERIOR, 3)
 

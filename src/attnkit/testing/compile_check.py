@@ -57,17 +57,20 @@ def _variants():
                              FAST_INTERIOR=fast, HEAVY_FIRST=True, SPLIT_LOOPS=split,
                              BIAS_STRIP=cfg.bias_strip and fast),
                         dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
-        for opt, kw in ((("prefetch", dict(bias_prefetch=True)), ("nostrip", dict(split_loops=True, bias_strip=False)))
+        for opt, kw in ((("prefetch", dict(bias_prefetch=True)), ("nostrip", dict(split_loops=True, bias_strip=False)),
+                         ("kv_tma", dict(kv_tma=True)))
                         if fast and D == 128 and not paged else ()):
-            # the options bias_prefetch and (branch-free loops) bias_strip=False
+            # the options bias_prefetch, (branch-free loops) bias_strip=False and kv_tma
             cfg = fwd_config(D, max_q, "cuda", **kw)
+            kv = "fp8e4nv" if fp8 else "bf16"
+            descs = (dict(K_DESC=f"tensordesc<{kv}[{cfg.block_n}, {D}]>", V_DESC=f"tensordesc<{kv}[{cfg.block_n}, {D}]>")
+                     if cfg.kv_tma else {})
             out.append((f"relbias_fwd D{D} paged0 fp8{int(fp8)} bm{cfg.block_m} w{cfg.num_warps} split {opt}",
-                        relbias_fwd_kernel,
-                        rb_ptr("fp8e4nv" if fp8 else "bf16"),
+                        relbias_fwd_kernel, dict(rb_ptr(kv), **descs),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=False,
                              PAGE=1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
                              FAST_INTERIOR=True, HEAVY_FIRST=True, SPLIT_LOOPS=True,
-                             BIAS_PREFETCH=cfg.bias_prefetch, BIAS_STRIP=cfg.bias_strip),
+                             BIAS_PREFETCH=cfg.bias_prefetch, BIAS_STRIP=cfg.bias_strip, KV_TMA=cfg.kv_tma),
                         dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
