@@ -169,6 +169,17 @@ SWEEPS: dict[str, Sweep] = {
         ("kv_tma", dict(kv_tma=True)),
         ("kv_tma-s3", dict(kv_tma=True, num_stages=3)),
     )),
+    "relbias-verify-3": Sweep("relbias", "verify with short splits (32 tokens against 8K keys: 64-row tiles, 2 "
+                              "stages, 1.17x flash without a bias): key tile and split target", (
+                                  "relbias-model-verify32-8k",), (
+        ("rule", {}),
+        ("bn32", dict(block_n=32)),
+        ("bn128", dict(block_n=128)),
+        ("c3", dict(ctas_per_sm=3)),
+        ("c5", dict(ctas_per_sm=5)),
+        ("bn32-c6", dict(block_n=32, ctas_per_sm=6)),
+        ("s3", dict(num_stages=3)),
+    )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
                           ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",
