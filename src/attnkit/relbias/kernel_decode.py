@@ -11,6 +11,9 @@ Contract   as kernel_fwd.py; partials m, l [S, total_q * Hq] fp32 (natural-log u
 Numerics   as kernel_fwd.py; the bias is looked up per row's own query head and position, so packing the
            heads changes what a row means but not which bias it gets; fp8's value scale is applied to acc
            (the merge is linear in acc).
+Bias       STRIP > 0 (the rule over contiguous caches): a tile loads, per query head of its KV head, the
+           STRIP distances it touches once (clamped into the table) and builds its packed rows from them
+           (tl.gather); otherwise one load per score (paged caches).
 Dispatch   attnkit.relbias.interface (config.use_decode); split count, token blocks: attnkit.relbias.config.
 Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gates "relbias/triton_decode",
            "relbias/triton_decode_split".
