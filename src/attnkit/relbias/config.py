@@ -98,9 +98,10 @@ BIAS_PREFETCH = Switch("bias_prefetch", "ATTNKIT_RELBIAS_BIAS_PREFETCH", False,
                        "latency overlaps the previous tile's MMAs (takes the branch-free loops, instead of the "
                        "strip); off: slower than the strip where timed")
 BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
-                    "a tile builds its bias from its strip of distances (forward: BLOCK_M + BLOCK_N - 1, for the "
-                    "tiles inside the extent, in the branch-free loops; decode: tokens per tile + BLOCK_N - 1 per "
-                    "query head), loaded once and gathered, instead of one load per score; default: the rule "
+                    "a tile builds its bias from its strip of distances (forward: BLOCK_M + BLOCK_N - 1, in the "
+                    "branch-free loops; decode: tokens per tile + BLOCK_N - 1 per query head), loaded once (clamped "
+                    "into the table where a tile crosses a mask or the extent) and gathered, instead of one load per "
+                    "score; default: the rule "
                     "(forward: at least 65 query tokens and D <= 128; decode: contiguous caches)")
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
