@@ -169,11 +169,12 @@ def bench_table(family: str, path: Path, art: dict, root: Path, only=None) -> st
         cells.append(_ours_cell(cr, kinds, c, family))
         lines.append("| " + " | ".join(cells) + " |")
     rel = path.relative_to(root).as_posix()
+    order = ("providers shuffled each round" if any(r.get("order") == "shuffled per round" for r in rows)
+             else "providers in a rotated order (each after the same neighbour in most rounds)")
     caption = (f"Median µs [p20–p80] and % of the floor; {env.get('device_name')}, torch {env.get('torch')}, "
                f"triton {env.get('triton')}, commit {str(env.get('git_sha'))[:12]}, {env.get('time_utc')}; "
                f"{'warm L2' if any(r.get('warm_l2') for r in rows) else 'inputs rotated over >= 3x L2'}, "
-               f"CUDA-graph replay, "
-               f"{'providers shuffled each round' if any(r.get('order') == 'shuffled per round' for r in rows) else 'providers in a rotated order (each after the same neighbour in most rounds)'}. "
+               f"CUDA-graph replay, {order}. "
                f"Artifact `{rel}`; reproduce with `{art.get('repro')}`."
                + (" † re-measured by a newer run (above)." if stale else ""))
     return caption + "\n\n" + "\n".join(lines)

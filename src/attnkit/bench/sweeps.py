@@ -28,6 +28,7 @@ _RB_DEC_CASES = ("relbias-model-decode-b1-64k", "relbias-model-decode-b32-8k", "
                  "relbias-model-fp8-decode-b32-8k")
 _SP_CASES = ("sparse_int8-model-decode-r1-c32k", "sparse_int8-model-decode-r8-c32k", "sparse_int8-model-prefill-r128-c8k",
              "sparse_int8-model-prefill-r2048-c8k")
+_SP_DEC_CASES = _SP_CASES[:2] + ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r4-c32k")
 _FH = dict(fast_interior=True, heavy_first=True)
 
 SWEEPS: dict[str, Sweep] = {
@@ -159,7 +160,8 @@ SWEEPS: dict[str, Sweep] = {
         ("rows32-s2", dict(decode_rows=32, num_stages=2)),
     )),
     "relbias-fwd-strip-2": Sweep("relbias", "forward kernel with the strip in every tile (the rule): key tile, "
-                                 "stages, launch order and TMA loads of K and V (kv_tma) on the model prefill rows", _RB_FWD_CASES[:3], (
+                                 "stages, launch order and TMA loads of K and V (kv_tma) on the model prefill rows",
+                                 _RB_FWD_CASES[:3], (
         ("rule", {}),
         ("bn128", dict(block_n=128)),
         ("s3", dict(num_stages=3)),
@@ -231,7 +233,7 @@ SWEEPS: dict[str, Sweep] = {
         ("c2", dict(ctas_per_sm=2)),
     )),
     "sparse_int8-merge": Sweep("sparse_int8", "decode: output dims per merge program (more programs for few rows)",
-                               _SP_CASES[:2] + ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r4-c32k"), (
+                               _SP_DEC_CASES, (
         ("rule", {}),
         ("md128", dict(merge_block_d=128)),
         ("md64", dict(merge_block_d=64)),
@@ -239,7 +241,7 @@ SWEEPS: dict[str, Sweep] = {
         ("tps2-md64", dict(tiles_per_split=2, merge_block_d=64)),
     )),
     "sparse_int8-merge-2": Sweep("sparse_int8", "the merge rule against one program per row",
-                                 _SP_CASES[:2] + ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r4-c32k"), (
+                                 _SP_DEC_CASES, (
         ("rule", {}),
         ("md-row", dict(merge_block_d=256)),
     )),

@@ -228,6 +228,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
             bn = PAGED_SPLIT_BLOCK_N
     tiles = max(1, -(-max_seqlen_k // bn))
     target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
+    forced = num_splits  # the override; layout() returns the split count it gives or the rule's
 
     def layout(rows_cap):
         rows = min(rows_cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
@@ -238,7 +239,6 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         ns = forced or max(1, min(-(-(target * sm_count) // max(1, batch * hkv * blocks)), tiles))
         return rows, tpb, blocks, ns, -(-tiles // ns)
 
-    forced = num_splits
     rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(cap)
     w, stages = num_warps, num_stages
     if rows > VERIFY_SHORT_ROWS and decode_rows is None and w is None and stages is None and device_type == "cuda":

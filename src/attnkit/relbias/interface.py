@@ -122,8 +122,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None, _perturb=None,
-                      _force=None, _masked_strip=True):
+                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
+                      _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel

@@ -346,15 +346,15 @@ def relbias_fwd_kernel(
         starts = (lo, bounds[0], bounds[1], bounds[2], bounds[3])
         for r in tl.static_range(5 if FAST_INTERIOR else 1):  # G1, B, G2, I, G3
             m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, K_DESC, V_DESC, tab, tail, E, win, shift, pos,
-                                   row_ok, offs_d, starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE,
-                                   stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
+                                   row_ok, offs_d, starts[r], bounds[r], seqlen_k, first_pos, last_pos, b, k_start, g,
+                                   BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW,
                                    CLAMP, PERTURB, DOT_F32, FAST_INTERIOR,
                                    (0, 1, 0, 5 if BIAS_STRIP else 4 if BIAS_PREFETCH else 2, 0)[r],
                                    BIAS_STRIP and MASKED_STRIP, KV_TMA)
     else:  # one loop, the bias and the masks chosen per tile by branches
         m_i, l_i, acc = _tiles(m_i, l_i, acc, q, qk_scale, K, V, K_DESC, V_DESC, tab, tail, E, win, shift, pos, row_ok,
-                               offs_d, lo, hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt, stride_kb,
-                               stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32,
+                               offs_d, lo, hi, seqlen_k, first_pos, last_pos, b, k_start, g, BLOCK_TABLE, stride_bt,
+                               stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32,
                                FAST_INTERIOR, 3)
 
     nonempty = l_i > 0

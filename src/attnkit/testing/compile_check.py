@@ -50,7 +50,8 @@ def _variants():
             # the rule's loops first, then (D 128) the other structure, at the stages the rule gives it
             cfg = fwd_config(D, max_q, "cuda", split_loops=split)
             out.append((f"relbias_fwd D{D} paged{int(paged)} fp8{int(fp8)} bm{cfg.block_m} w{cfg.num_warps}"
-                        + ("" if fast else " masked") + (" split" if split else "") + (" strip" if cfg.bias_strip else ""),
+                        + ("" if fast else " masked") + (" split" if split else "")
+                        + (" strip" if cfg.bias_strip else ""),
                         relbias_fwd_kernel, rb_ptr("fp8e4nv" if fp8 else "bf16"),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=paged,
                              PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0, DOT_F32=False,
@@ -63,8 +64,8 @@ def _variants():
             # the options bias_prefetch, (branch-free loops) bias_strip=False and kv_tma
             cfg = fwd_config(D, max_q, "cuda", **kw)
             kv = "fp8e4nv" if fp8 else "bf16"
-            descs = (dict(K_DESC=f"tensordesc<{kv}[{cfg.block_n}, {D}]>", V_DESC=f"tensordesc<{kv}[{cfg.block_n}, {D}]>")
-                     if cfg.kv_tma else {})
+            desc = f"tensordesc<{kv}[{cfg.block_n}, {D}]>"
+            descs = dict(K_DESC=desc, V_DESC=desc) if cfg.kv_tma else {}
             out.append((f"relbias_fwd D{D} paged0 fp8{int(fp8)} bm{cfg.block_m} w{cfg.num_warps} split {opt}",
                         relbias_fwd_kernel, dict(rb_ptr(kv), **descs),
                         dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PAGED=False,
