@@ -150,11 +150,14 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True).num_splits == 2  # fp8: 3 per SM
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", ctas_per_sm=8).num_splits == 5  # the option wins
     from attnkit.relbias.config import fwd_config
-    # from 65 query tokens at D <= 128: 128 x 64 tiles, 8 warps, the branch-free loops, the strip
-    assert fwd_config(128, 8192, "cuda") == fwd_config(128, 65, "cuda") == FwdConfig(128, 64, 8, 2, True, False, True)
-    assert fwd_config(128, 64, "cuda") == fwd_config(128, 33, "cuda") == FwdConfig(64, 64, 4, 2, False, False, False)
+    # from 33 query tokens: the branch-free loops and the strip; 128 x 64 tiles at 8 warps from 1024 tokens at
+    # D >= 128, 64 x 64 at 4 warps otherwise
+    assert fwd_config(128, 8192, "cuda") == fwd_config(128, 1024, "cuda") == FwdConfig(128, 64, 8, 2, True, False, True)
+    assert fwd_config(128, 1023, "cuda") == fwd_config(128, 33, "cuda") == FwdConfig(64, 64, 4, 2, True, False, True)
+    assert fwd_config(64, 8192, "cuda") == FwdConfig(64, 64, 4, 2, True, False, True)
     assert fwd_config(128, 32, "cuda").block_m == 32 and fwd_config(128, 16, "cuda").block_m == 16
-    assert fwd_config(256, 8192, "cuda") == FwdConfig(64, 32, 8, 2, False, False, False)  # D 256: not swept
+    assert fwd_config(256, 8192, "cuda") == FwdConfig(128, 32, 8, 2, True, False, True)
+    assert fwd_config(256, 8192, "cuda", bias_strip=False) == FwdConfig(64, 32, 8, 2, False, False, False)
     assert fwd_config(128, 8192, "cpu") == FwdConfig(64, 32, 4, 2, True, False, True)  # the interpreter: 64 rows
     assert fwd_config(128, 8192, "cuda", split_loops=False) == FwdConfig(64, 64, 4, 2, False, False, False)
     assert fwd_config(128, 8192, "cuda", bias_strip=False).block_m == 64
@@ -170,7 +173,8 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert decode_plan(32, 8, 8, 256, 1, 8192, 132, "cuda", paged=True, extent=8192).block_n == 32
     assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, split_loops=False).block_n == 64
     assert fwd_config(128, 32, "cuda").split_loops and fwd_config(128, 32, "cuda").num_stages == 3
-    assert not fwd_config(128, 33, "cuda").split_loops and fwd_config(128, 33, "cuda").num_stages == 2
+    assert fwd_config(128, 33, "cuda").split_loops and fwd_config(128, 33, "cuda").num_stages == 2
+    assert not fwd_config(128, 33, "cuda", bias_strip=False).split_loops
     assert fwd_config(128, 33, "cuda", split_loops=True).split_loops
     assert fwd_config(128, 32, "cuda", split_loops=False).num_stages == 2
     pf = fwd_config(128, 8192, "cuda", bias_prefetch=True)  # the prefetch runs in the branch-free loops

@@ -68,7 +68,7 @@ CASES = ["folded-query-rounding", "signed-value-cancellation", "large-common-log
          "huge-value-scale-deep-candidate"]
 
 
-def _run(name, mode, placement, device, pv_split=None, perturb=None):
+def _run(name, mode, placement, device, pv_split=None, perturb=None, pipeline=None):
     q1, ks, vs, kA, kB, vA, vB, scale, answer = _case(name)
     T = 1 if mode == "decode" else 17  # decode: split-K path; prefill: more than 16 rows, direct path
     g = torch.Generator().manual_seed(0)
@@ -84,15 +84,16 @@ def _run(name, mode, placement, device, pv_split=None, perturb=None):
     out, _ = sparse_int8_attention(q.to(device), kc.to(device), vc.to(device), ks.view(1, D).to(device),
                                    vs.view(1, D).to(device), idx.to(device), scale=scale,
                                    tiles_per_split=1 if mode == "decode" else None, pv_split=pv_split,
-                                   _perturb=perturb)
+                                   pipeline=pipeline, _perturb=perturb)
     return out[:, 0, :].double().cpu(), answer
 
 
+@pytest.mark.parametrize("pipeline", [False, True], ids=["prefetch-loop", "pipelined-loop"])
 @pytest.mark.parametrize("placement", ["one-tile", "split-apart"])
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
 @pytest.mark.parametrize("name", CASES)
-def test_corner_case_to_one_bf16_ulp(name, mode, placement, device):
-    out, answer = _run(name, mode, placement, device)
+def test_corner_case_to_one_bf16_ulp(name, mode, placement, pipeline, device):
+    out, answer = _run(name, mode, placement, device, pipeline=pipeline)
     err = (out - answer).abs().max().item()
     assert err <= _bf16_ulp(answer), f"{name}: got {out[0, :2].tolist()}, want {answer} (ulp {_bf16_ulp(answer)})"
     if name == "tiny-value-scale":

@@ -255,6 +255,16 @@ SWEEPS: dict[str, Sweep] = {
         ("w8-bn16", dict(num_warps=8, block_n=16)),
         ("w8-bn16-s3", dict(num_warps=8, block_n=16, num_stages=3)),
     )),
+    "sparse_int8-pipe": Sweep("sparse_int8", "the plain loop with Triton's pipelined gathers (pipeline) against the "
+                              "hand-written index prefetch (the rule): stages, tile and warps", _SP_CASES, (
+        ("rule", {}),
+        ("pipe", dict(pipeline=True)),
+        ("pipe-s3", dict(pipeline=True, num_stages=3)),
+        ("pipe-s4", dict(pipeline=True, num_stages=4)),
+        ("pipe-s3-w8-bn64", dict(pipeline=True, num_stages=3, num_warps=8, block_n=64)),
+        ("pipe-s3-c2", dict(pipeline=True, num_stages=3, ctas_per_sm=2)),
+        ("pipe-s3-bn16", dict(pipeline=True, num_stages=3, block_n=16)),
+    )),
 }
 
 _CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours}

@@ -176,12 +176,18 @@ register(Gate(
 ))
 
 
-def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None):
+def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None, pipeline=None):
     from ..sparse_int8 import sparse_int8_attention
     out, lse = _poisoned_outputs(inp["q"])
     return sparse_int8_attention(inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"],
-                                 inp["indices"], scale=inp["scale"], tiles_per_split=tiles_per_split, out=out,
-                                 lse=lse, _perturb=perturb)
+                                 inp["indices"], scale=inp["scale"], tiles_per_split=tiles_per_split,
+                                 pipeline=pipeline, out=out, lse=lse, _perturb=perturb)
+
+
+def _sparse_other_loop(inp, perturb=None):
+    """The candidate loop the default (attnkit.sparse_int8.config.PIPELINE) does not pick, on every shape."""
+    from ..sparse_int8.config import PIPELINE
+    return sparse_int8_kernel_call(inp, perturb, pipeline=not PIPELINE.default)
 
 
 register(Gate(
@@ -194,6 +200,20 @@ register(Gate(
     perturbations=(
         Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
         Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),
+        Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
+                     "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
+    ),
+))
+
+register(Gate(
+    name="sparse_int8/triton_other_loop",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    subject=_sparse_other_loop,
+    what="kernel: Triton sparse INT8 attention with the candidate loop the default does not take (the plain loop "
+         "pipelined by Triton, or the hand-written index prefetch), as dispatched otherwise",
+    perturbations=(
+        Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
         Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
                      "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
     ),

@@ -56,8 +56,23 @@ setting of a grid timed alternating in that run):
     (`benchmarks/sweeps/h200-18926a2/sweep-relbias-strip-2.json`; with the per-score lookup left there): 2894 /
     985 / 1585 (3226 / 1392 / 2369). The rule's tile holds 255 registers with no spill on sm_90
     (`benchmarks/experiments/compile-sm90-relbias-18926a2.json`);
-    it starts at 65 query tokens, since below that a 128-row tile is mostly padding (33 to 64 tokens keep 64 x 64
-    at 4 warps; not swept). D = 256 keeps its rule (not swept).
+    Shapes the rule above was not timed on (`benchmarks/sweeps/h200-93774c7/sweep-relbias-tune.json`; D 64: Hq 64,
+    8K; D 256: Hq 32, 4K; D 128: 8 chunks of 48 or 128 tokens against 8K keys). Prefill D 64 / prefill D 256 /
+    chunk 48 / chunk 128:
+      the previous rule (128 x 64 at 8 warps with the strip from 65 tokens at D <= 128; 64-row tiles without it
+      below, and at D 256 with 8 warps):                                 2607 / 2347 / 971 / 852
+      the strip, 128 x 64 at 8 warps:                                    2619 /  893 / 1201 / 852
+      the strip, 64 x 64 at 4 warps:                                     2115 /  914 / 558 / 746
+      the strip, 64 x 64 at 8 warps / 128 x 32 at 8 warps:               4817 / 1819 / 1255 / 1845,
+                                                                         3536 /  892 / 1567 / 1285
+    So the strip from 33 query tokens at every D; 128 x 64 at 8 warps only where D >= 128 and the longest
+    sequence has at least 1024 tokens (8K at D 128: 3256 against 3497 for 64 x 64 with the strip, above; the
+    varlen batch, longest 4096: 2380 against 3656), 64 x 64 at 4 warps otherwise. The threshold lies somewhere
+    between the 128-token chunks and 4K; 1024 is not timed.
+    A second look at the 128 x 64 rule (`benchmarks/sweeps/h200-93774c7/sweep-relbias-fwd-strip-2.json`), prefill
+    8K global / window 1024 / varlen mixed: the rule 2884 / 985 / 1580; 128-key tiles 3097 / 1138 / 1942; 3 stages
+    2895 / 1032 / 1760; 32-key tiles 4119 / 1258 / 1976; in launch order (no heavy-first) 2919 / 975 / 1597; K and V
+    through TMA (kv_tma) 3688 / 1181 / 1938, at 3 stages 3329 / 1158 / 1926. The rule stays.
     Decode (`benchmarks/sweeps/h200-51880b5/sweep-relbias-verify-2.json`). 32 tokens against 64K / 8K, then one
     token at b1 x 64K / b32 x 8K:
       per-score lookup (128 rows, 4 warps, 3 stages):      988.1 / 219.7 / 83.5 / 265.2
@@ -69,6 +84,13 @@ setting of a grid timed alternating in that run):
     per-score lookup over paged ones. Verify (more than 64 packed rows): splits of at least
     VERIFY_LONG_SPLIT_TILES key tiles take 128 rows at 8 warps (64K: 31 tiles per split), shorter ones 64 rows at
     2 stages (8K: 4 tiles). Two points, both at 32 tokens: 17 to 31 tokens follow the same rule untimed.
+    Its neighbours at 32 tokens against 8K (`benchmarks/sweeps/h200-93774c7/sweep-relbias-verify-3.json`): the rule
+    73.9; 32-key tiles 98.8, 128-key 149.8; 3 / 5 / 6 programs per SM 81.1 / 88.8 / 105.6 (the last with 32-key
+    tiles); 3 stages 195.7. The rule stays.
+- fp8 decode against bf16 (`benchmarks/sweeps/h200-93774c7/sweep-relbias-fp8.json`, b32 x 8K): fp8 263.9 us at
+  3 programs per SM (the rule), 265-273 at 4 / 6 / 8, 269 at 4 stages, 291-426 with other tiles; bf16 262.1 in
+  the same run. Half the bytes did not halve the time: each fp8 element was converted to fp16 and then to bf16
+  (two conversions at a quarter of the ALU rate). The fp8 path now computes in fp16 (see kernel_fwd.fp8_query).
 """
 
 from __future__ import annotations
@@ -140,7 +162,8 @@ class FwdConfig:
 
 
 FWD_SPLIT_MAX_BLOCK_M = 32  # the forward kernel's branch-free loops, 3 stages, up to this tile height (see above)
-FWD_STRIP_MIN_Q = 65  # from this many query tokens (D <= 128): 128 x 64 tiles, 8 warps, the strip (see above)
+FWD_STRIP_MIN_Q = 33  # from this many query tokens: the strip, in the branch-free loops (see above)
+FWD_BM128_MIN_Q = 1024  # and from this many at D >= 128: 128 x 64 tiles at 8 warps (64 x 64 at 4 below; see above)
 
 
 def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int | None = None,
@@ -149,13 +172,15 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
                bias_strip: bool | None = None, kv_tma: bool = False) -> FwdConfig:
     """Tile shape of the forward kernel. Short query blocks (decode, verify) take BLOCK_M = 16, the
     smallest tile tl.dot accepts, instead of padding one token to 64 rows; those short tiles run the
-    branch-free loops at 3 stages. Long ones (at least FWD_STRIP_MIN_Q tokens, D <= 128) build each interior
-    tile's bias from its strip, in the branch-free loops, with 128 x 64 tiles at 8 warps (on the CPU the
-    interpreter keeps 64-row tiles: the same loops, faster there). Explicit values (the options) beat the rule."""
-    strip_rule = head_dim <= 128 and max_seqlen_q >= FWD_STRIP_MIN_Q
+    branch-free loops at 3 stages. Longer ones (at least FWD_STRIP_MIN_Q tokens) build each tile's bias from
+    its strip, in the branch-free loops: 128 x 64 tiles at 8 warps where D >= 128 and the longest sequence has
+    at least FWD_BM128_MIN_Q tokens, 64 x 64 at 4 warps otherwise (on the CPU the interpreter keeps 64-row
+    tiles: the same loops, faster there). Explicit values (the options) beat the rule."""
+    strip_rule = max_seqlen_q >= FWD_STRIP_MIN_Q
     if bias_strip is None:
         bias_strip = strip_rule and split_loops is not False and not bias_prefetch
-    gpu_strip = bias_strip and strip_rule and device_type == "cuda"
+    gpu_strip = (bias_strip and strip_rule and device_type == "cuda" and head_dim >= 128
+                 and max_seqlen_q >= FWD_BM128_MIN_Q)
     bm = _pow2("block_m", block_m, (16, 32, 64, 128)) or (16 if max_seqlen_q <= 16 else 32 if max_seqlen_q <= 32
                                                           else 128 if gpu_strip else 64)
     short = bm <= FWD_SPLIT_MAX_BLOCK_M
@@ -172,7 +197,7 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
         bn = 32 if head_dim == 256 else 64
         if device_type != "cuda":  # the interpreter: smaller tiles run faster on a CPU
             bn = min(bn, 32)
-    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if head_dim >= 256 or bm >= 128 else 4)
+    w = _pow2("num_warps", num_warps, (4, 8)) or (8 if bm >= 128 or (head_dim >= 256 and not bias_strip) else 4)
     stages = num_stages or (3 if short and split else 2)
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split,
                      bias_prefetch=bias_prefetch, bias_strip=bias_strip, kv_tma=kv_tma)

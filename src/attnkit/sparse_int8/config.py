@@ -44,6 +44,10 @@ CTAS_OPT = IntOption("ctas_per_sm", "ATTNKIT_SPARSE_INT8_CTAS_PER_SM", None, 1, 
                      "split rule: programs per SM the splits aim for; default: SPLIT_TARGET_CTAS_PER_SM")
 STAGES_OPT = IntOption("num_stages", "ATTNKIT_SPARSE_INT8_STAGES", None, 1, 4,
                        "software-pipeline stages of the candidate-tile loop (Triton's num_stages); default: the rule")
+PIPELINE = Switch("pipeline", "ATTNKIT_SPARSE_INT8_PIPELINE", False,
+                  "the plain candidate loop: index loads and the K / V gathers left to Triton's software pipeliner "
+                  "(asynchronous copies into shared memory, num_stages deep) instead of the hand-written prefetch of "
+                  "the indices; not yet timed, so off")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

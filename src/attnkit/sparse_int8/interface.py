@@ -8,7 +8,7 @@ import math
 import torch
 
 from .._runtime import check_device, interpreting, require
-from .config import (BLOCK_N_OPT, CTAS_OPT, MAX_GROUP, PREFETCH, PV_SPLIT, STAGES_OPT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT,
+from .config import (BLOCK_N_OPT, CTAS_OPT, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, STAGES_OPT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT,
                      VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
@@ -47,7 +47,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
-                          pv_split=None, prefetch=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
+                          pv_split=None, prefetch=None, pipeline=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                           validate=None,
                           out=None, lse=None, _perturb=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
@@ -55,6 +55,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
     ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
+    ``pipeline`` (the plain loop, its gathers pipelined by Triton through shared memory; default off, not yet timed),
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
     ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
     rule's target of programs per SM), ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``),
@@ -63,6 +64,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
     pv = PV_SPLIT.resolve(pv_split)
     pf = PREFETCH.resolve(prefetch)
+    pipe = PIPELINE.resolve(pipeline)
+    require(not (pf and pipe), "pipeline", "replaces the hand-written prefetch; it cannot be combined with prefetch=True")
     bn_opt = BLOCK_N_OPT.resolve(block_n)
     warps_opt = WARPS_OPT.resolve(num_warps)
     stages = STAGES_OPT.resolve(num_stages)
@@ -109,7 +112,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), num_warps=p.num_warps,
+        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe, num_warps=p.num_warps,
         num_stages=p.num_stages,
     )
     if not p.direct:

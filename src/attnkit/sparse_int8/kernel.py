@@ -41,13 +41,44 @@ def _mma(a, b, acc, DOT_F32: tl.constexpr):
 
 
 @triton.jit
+def _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT: tl.constexpr,
+                 PERTURB: tl.constexpr, DOT_F32: tl.constexpr):
+    """One candidate tile: scores from the split query, the online softmax in the scaled domain, P . V."""
+    if k.dtype == tl.int8:
+        kb = int8_to_bf16(k)  # exact, by bits (also right in the interpreter, which reinterprets int8 as bf16)
+    else:
+        kb = k  # a bf16 cache (the benchmark's "what an INT8 cache buys" peer)
+    s = _mma(q_hi, kb, tl.zeros([q_hi.shape[0], k.shape[1]], dtype=tl.float32), DOT_F32)
+    s = _mma(q_lo, kb, s, DOT_F32)
+    s = tl.where(valid[None, :] & row_ok[:, None], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    # natural-log differences, scaled by 2^E_r only after the maximum is subtracted
+    alpha = tl.exp2(ldexp(m_i - m_safe, E) * LOG2E)
+    p = tl.exp2(ldexp(s - m_safe[:, None], E[:, None]) * LOG2E)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    if PERTURB == 3:
+        vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
+    elif v.dtype == tl.int8:
+        vb = int8_to_bf16(v)
+    else:
+        vb = v
+    p_hi = p.to(tl.bfloat16)
+    acc = _mma(p_hi, vb, acc, DOT_F32)
+    if PV_SPLIT:
+        acc = _mma((p - p_hi.to(tl.float32)).to(tl.bfloat16), vb, acc, DOT_F32)
+    return m_new, l_i, acc
+
+
+@triton.jit
 def sparse_int8_kernel(
     Q, KC, VC, KS, VS, IDX, M_OUT, L_OUT, ACC_OUT, E_OUT, OUT, LSE,
     scale_mant, scale_exp, C, N, cands_per_split,
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
-    DOT_F32: tl.constexpr,
+    DOT_F32: tl.constexpr, PIPE: tl.constexpr = False,
 ):
     t = tl.program_id(0)
     split = tl.program_id(1)
@@ -73,8 +104,7 @@ def sparse_int8_kernel(
     m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)  # scaled domain
     l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
     acc = tl.zeros([BLOCK_R, HEAD_DIM], dtype=tl.float32)
-    if PERTURB == 3:
-        vs_row = tl.load(VS + g * HEAD_DIM + offs_d)
+    vs_row = tl.load(VS + g * HEAD_DIM + offs_d)  # used in the loop only by PERTURB 3
     c0 = split * cands_per_split
     c1 = tl.minimum(c0 + cands_per_split, N)
     idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
@@ -82,65 +112,59 @@ def sparse_int8_kernel(
     # tiles ahead; with PREFETCH a tile's K and V rows are gathered one tile ahead too, so the gathers of
     # tile j + 1 are in flight while tile j is computed (more registers)
     kv_base = g * stride_kh
-    offs_j = c0 + tl.arange(0, BLOCK_N)
-    idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
-    ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
-    safe = tl.where(ok, idx, 0).to(tl.int64)
-    k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
-    v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
-    offs_1 = offs_j + BLOCK_N
-    idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
-    for j0 in range(c0, c1, BLOCK_N):
-        offs_j = j0 + tl.arange(0, BLOCK_N)
-        valid = ok
-        if PERTURB == 1:
-            valid = valid & (offs_j != c0)
-        if not PREFETCH:
+    if PIPE:
+        # the plain loop: the index load and the two gathers that depend on it are left to Triton's software
+        # pipeliner (num_stages), which issues them as asynchronous copies into shared memory stages ahead
+        for j0 in range(c0, c1, BLOCK_N):
+            offs_j = j0 + tl.arange(0, BLOCK_N)
+            idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+            ok = (idx >= 0) & (idx < C)
+            safe = tl.where(ok, idx, 0).to(tl.int64)
             k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
             v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
-        ok_n = (idx_1 >= 0) & (idx_1 < C)
-        safe_n = tl.where(ok_n, idx_1, 0).to(tl.int64)
-        if PREFETCH:
-            k_n = tl.load(KC + kv_base + safe_n[None, :] * stride_kc + offs_d[:, None], mask=ok_n[None, :], other=0)
-            v_n = tl.load(VC + kv_base + safe_n[:, None] * stride_kc + offs_d[None, :], mask=ok_n[:, None], other=0)
-        else:
-            k_n = k
-            v_n = v
-        offs_2 = offs_j + 2 * BLOCK_N
-        idx_1 = tl.load(idx_base + offs_2, mask=offs_2 < c1, other=-1)
-        if KC.dtype.element_ty == tl.int8:
-            kb = int8_to_bf16(k)  # exact, by bits (also right in the interpreter, which reinterprets int8 as bf16)
-        else:
-            kb = k  # a bf16 cache (the benchmark's "what an INT8 cache buys" peer)
-        s = _mma(q_hi, kb, tl.zeros([BLOCK_R, BLOCK_N], dtype=tl.float32), DOT_F32)
-        s = _mma(q_lo, kb, s, DOT_F32)
-        s = tl.where(valid[None, :] & row_ok[:, None], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        # natural-log differences, scaled by 2^E_r only after the maximum is subtracted
-        alpha = tl.exp2(ldexp(m_i - m_safe, E) * LOG2E)
-        p = tl.exp2(ldexp(s - m_safe[:, None], E[:, None]) * LOG2E)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        if PERTURB == 3:
-            vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
-        else:
-            if VC.dtype.element_ty == tl.int8:
-                vb = int8_to_bf16(v)
+            valid = ok
+            if PERTURB == 1:
+                valid = valid & (offs_j != c0)
+            m_i, l_i, acc = _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT,
+                                         PERTURB, DOT_F32)
+    else:
+        offs_j = c0 + tl.arange(0, BLOCK_N)
+        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+        ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
+        safe = tl.where(ok, idx, 0).to(tl.int64)
+        k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
+        v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+        offs_1 = offs_j + BLOCK_N
+        idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
+        for j0 in range(c0, c1, BLOCK_N):
+            offs_j = j0 + tl.arange(0, BLOCK_N)
+            valid = ok
+            if PERTURB == 1:
+                valid = valid & (offs_j != c0)
+            if not PREFETCH:
+                k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
+                v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+            ok_n = (idx_1 >= 0) & (idx_1 < C)
+            safe_n = tl.where(ok_n, idx_1, 0).to(tl.int64)
+            if PREFETCH:
+                k_n = tl.load(KC + kv_base + safe_n[None, :] * stride_kc + offs_d[:, None], mask=ok_n[None, :],
+                              other=0)
+                v_n = tl.load(VC + kv_base + safe_n[:, None] * stride_kc + offs_d[None, :], mask=ok_n[:, None],
+                              other=0)
             else:
-                vb = v
-        p_hi = p.to(tl.bfloat16)
-        acc = _mma(p_hi, vb, acc, DOT_F32)
-        if PV_SPLIT:
-            acc = _mma((p - p_hi.to(tl.float32)).to(tl.bfloat16), vb, acc, DOT_F32)
-        m_i = m_new
-        ok = ok_n
-        safe = safe_n
-        k = k_n
-        v = v_n
+                k_n = k
+                v_n = v
+            offs_2 = offs_j + 2 * BLOCK_N
+            idx_1 = tl.load(idx_base + offs_2, mask=offs_2 < c1, other=-1)
+            m_i, l_i, acc = _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT,
+                                         PERTURB, DOT_F32)
+            ok = ok_n
+            safe = safe_n
+            k = k_n
+            v = v_n
 
     if PERTURB != 3:
-        acc = acc * tl.load(VS + g * HEAD_DIM + offs_d)[None, :]
+        acc = acc * vs_row[None, :]
     r_idx = t.to(tl.int64) * HQ + head
     if DIRECT:
         nonempty = l_i > 0
