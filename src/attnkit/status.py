@@ -17,9 +17,9 @@ KERNEL_PATHS = {
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8, the bias built from its strip per tile (Triton; gated on "
-         "the H200 at b7c4fed; not yet the relbias-tune family, added after)", "implemented"),
+         "the H200 at 45728cf, the relbias-tune family included)", "implemented"),
         ("decode / verify, up to 32 query tokens: split-K with GQA packing in token blocks + Triton merge (gated on "
-         "the H200 at b7c4fed; not yet the relbias-tune family, added after)", "implemented"),
+         "the H200 at b7c4fed)", "implemented"),
         ("paged KV writer (fp8 quantizing; byte-exact in the interpreter and in its H200 test at b166879)",
          "implemented"),
     ],

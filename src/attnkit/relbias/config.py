@@ -89,8 +89,11 @@ setting of a grid timed alternating in that run):
     tiles); 3 stages 195.7. The rule stays.
 - fp8 decode against bf16 (`benchmarks/sweeps/h200-93774c7/sweep-relbias-fp8.json`, b32 x 8K): fp8 263.9 us at
   3 programs per SM (the rule), 265-273 at 4 / 6 / 8, 269 at 4 stages, 291-426 with other tiles; bf16 262.1 in
-  the same run. Half the bytes did not halve the time: each fp8 element was converted to fp16 and then to bf16
-  (two conversions at a quarter of the ALU rate). The fp8 path now computes in fp16 (see kernel_fwd.fp8_query).
+  the same run. Half the bytes did not halve the time. Suspecting the conversions (each fp8 pair takes one native
+  e4m3 -> f16x2 conversion and two f16 -> bf16 ones on sm_90), a variant computed in fp16 instead (q rows scaled
+  by powers of two into fp16, P as fp16(P * 2^15), one conversion per pair): 299.9 us against bf16's 262.8 in
+  `benchmarks/results/relbias-h200-2026-11-30-45728cf-fp8.json`, slower, so it was not kept. Where the fp8
+  decode's time goes is not yet profiled.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``), ``decode_rows`` (the decode
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
-    distances, loaded once, instead of one load per score; the rule: forward from 65 query tokens at D <= 128,
+    distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off until timed). ``_masked_strip=False``
     (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.

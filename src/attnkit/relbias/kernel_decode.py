@@ -22,7 +22,7 @@ Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gates "re
 import triton
 import triton.language as tl
 
-from .kernel_fwd import P_UNSCALE, fp8_query, kv_offsets, pv_accumulate, qk_scores, softmax_step
+from .kernel_fwd import kv_offsets, pv_accumulate, qk_scores, softmax_step
 
 LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
@@ -155,7 +155,7 @@ def relbias_decode_split_kernel(
     q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
     qk_scale = sm_scale * LOG2E
     if FP8:
-        q, qk_scale = fp8_query(q, qk_scale * tl.load(K_SCALE + g_kv))
+        qk_scale = qk_scale * tl.load(K_SCALE + g_kv)
 
     # this split's key range, clipped to what the block's queries can see (an empty block sees nothing)
     pos0 = seqlen_k - seqlen_q + tb * TPB  # the block's first token
@@ -200,7 +200,7 @@ def relbias_decode_split_kernel(
                                    HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 2, STRIP, STRIP_G)
 
     if FP8:
-        acc = acc * (tl.load(V_SCALE + g_kv) * P_UNSCALE)
+        acc = acc * tl.load(V_SCALE + g_kv)
     r_idx = (q_start.to(tl.int64) + tok) * HQ + head
     tl.store(M_OUT + split.to(tl.int64) * stride_ms + r_idx, m_i * LN2, mask=row_ok)
     tl.store(L_OUT + split.to(tl.int64) * stride_ms + r_idx, l_i, mask=row_ok)

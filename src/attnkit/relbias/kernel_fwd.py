@@ -7,15 +7,11 @@ Contract   q [total_q, Hq, D]; k, v [total_k, Hkv, D] varlen (cu_seqlens_k) or p
            [num_blocks, block_size, Hkv, D] (block_table, seqused_k); table [Hq, E] fp32;
            out [total_q, Hq, D] in q's dtype; lse [total_q, Hq] fp32.
 Numerics   scores and softmax in fp32 in the base-2 domain (scale and bias pre-multiplied by
-           log2(e)); P is rounded to q's dtype for the second product; LSE returned in natural log; a row
-           that sees no key gets 0 and -inf. FP8 caches compute in fp16 (fp8_query): e4m3 -> fp16 is one
-           native conversion per two values on sm_90, where bf16 would take two more. Each q row is scaled
-           by a power of two into [1, 2) before its fp16 rounding (exact: bf16's 8 bits fit fp16's 11) and
-           the power moves into the row's score scale; P enters the second product as fp16(P * 2^15)
-           (11 bits, nothing above 2^-39 flushed), and k's and v's per-head scales (and 2^-15) are applied
-           in fp32, k's to the scores, v's to the output.
+           log2(e)); fp8 k and v are converted to q's dtype exactly and their per-head scales applied
+           in fp32 (k's to the scores, v's to the output); P is rounded to q's dtype for the second
+           product; LSE returned in natural log; a row that sees no key gets 0 and -inf.
 Bias       a tile touches only its strip of BLOCK_M + BLOCK_N - 1 table entries. With BIAS_STRIP (the rule
-           from 65 query tokens, in the branch-free loops) it loads that strip once and builds itself from it
+           from 33 query tokens, in the branch-free loops) it loads that strip once and builds itself from it
            (tl.gather; a tile that crosses a mask or the extent reads each entry at its index clamped into
            the table, unless MASKED_STRIP is off); otherwise one cached load per score at its distance,
            issued one tile ahead for interior tiles with BIAS_PREFETCH (an option). A tile lying wholly
@@ -37,8 +33,6 @@ PERTURB    0 in production. 1..4 are the deliberately wrong variants the gate mu
 import triton
 import triton.language as tl
 
-from .._triton.pow2 import frexp_exp, ldexp
-
 LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
 
@@ -55,24 +49,10 @@ def kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, st
         return (k_start.to(tl.int64) + offs_n) * stride_kt
 
 
-P_SCALE = tl.constexpr(32768.0)  # fp8 caches: P enters the fp16 product as P * 2^15 (see Numerics)
-P_UNSCALE = tl.constexpr(1.0 / 32768.0)
-
-
-@triton.jit
-def fp8_query(q, qk_scale):
-    """For an fp8 cache: q rows scaled by powers of two into [1, 2) and rounded to fp16 (exact for bf16 and fp16
-    inputs up to the elements below 2^-24 of their row's largest, which flush), and the scores' scale per row,
-    [rows, 1], with those powers moved into it (shared by the forward and the decode kernel)."""
-    qf = q.to(tl.float32)
-    e = frexp_exp(tl.max(tl.abs(qf), 1))
-    return ldexp(qf, -e[:, None]).to(tl.float16), ldexp(qk_scale, e)[:, None]
-
-
 @triton.jit
 def qk_scores(q, k, qk_scale, FP8: tl.constexpr, DOT_F32: tl.constexpr):
-    """A tile's scores in the base-2 domain: q . k (fp8 k converted to q's dtype, fp16, exactly) times qk_scale
-    (per row, [rows, 1], for fp8) (shared by the forward and the decode kernel)."""
+    """A tile's scores in the base-2 domain: q . k (fp8 k converted to q's dtype exactly) times qk_scale
+    (shared by the forward and the decode kernel)."""
     if FP8:
         k = k.to(q.dtype)
     if DOT_F32:
@@ -93,10 +73,9 @@ def softmax_step(m_i, l_i, acc, s):
 
 @triton.jit
 def pv_accumulate(acc, p, v, q, FP8: tl.constexpr, DOT_F32: tl.constexpr):
-    """acc += p . v, with p rounded to q's dtype (fp8: p * 2^15 in fp16, v converted exactly)."""
+    """acc += p . v, with p rounded to q's dtype (fp8 v converted exactly)."""
     if FP8:
         v = v.to(q.dtype)
-        p = p * P_SCALE
     if DOT_F32:
         return tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
     else:
@@ -306,7 +285,7 @@ def relbias_fwd_kernel(
 
     qk_scale = sm_scale * LOG2E
     if FP8:
-        q, qk_scale = fp8_query(q, qk_scale * tl.load(K_SCALE + g))
+        qk_scale = qk_scale * tl.load(K_SCALE + g)
 
     # key range: causal upper end, window lower end (whole tiles outside both are never visited)
     first_pos = seqlen_k - seqlen_q + m0
@@ -382,7 +361,7 @@ def relbias_fwd_kernel(
     denom = tl.where(nonempty, l_i, 1.0)
     out = acc / denom[:, None]
     if FP8:
-        out = out * (tl.load(V_SCALE + g) * P_UNSCALE)
+        out = out * tl.load(V_SCALE + g)
     out = tl.where(nonempty[:, None], out, 0.0)
     o_ptrs = OUT + (q_start.to(tl.int64) + offs_m)[:, None] * stride_ot + h * stride_oh + offs_d[None, :]
     tl.store(o_ptrs, out.to(OUT.dtype.element_ty), mask=row_ok[:, None])
