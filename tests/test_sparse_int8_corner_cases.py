@@ -68,7 +68,11 @@ CASES = ["folded-query-rounding", "signed-value-cancellation", "large-common-log
          "huge-value-scale-deep-candidate"]
 
 
-def _run(name, mode, placement, device, pv_split=None, perturb=None, pipeline=None):
+LOOPS = {"prefetch-loop": {}, "pipelined-loop": dict(pipeline=True), "swap-ab": dict(swap_ab=True),
+         "swap-ab-qk-int8": dict(swap_ab=True, qk_int8=True)}
+
+
+def _run(name, mode, placement, device, pv_split=None, perturb=None, **opts):
     q1, ks, vs, kA, kB, vA, vB, scale, answer = _case(name)
     T = 1 if mode == "decode" else 17  # decode: split-K path; prefill: more than 16 rows, direct path
     g = torch.Generator().manual_seed(0)
@@ -84,16 +88,16 @@ def _run(name, mode, placement, device, pv_split=None, perturb=None, pipeline=No
     out, _ = sparse_int8_attention(q.to(device), kc.to(device), vc.to(device), ks.view(1, D).to(device),
                                    vs.view(1, D).to(device), idx.to(device), scale=scale,
                                    tiles_per_split=1 if mode == "decode" else None, pv_split=pv_split,
-                                   pipeline=pipeline, _perturb=perturb)
+                                   _perturb=perturb, **opts)
     return out[:, 0, :].double().cpu(), answer
 
 
-@pytest.mark.parametrize("pipeline", [False, True], ids=["prefetch-loop", "pipelined-loop"])
+@pytest.mark.parametrize("loop", list(LOOPS))
 @pytest.mark.parametrize("placement", ["one-tile", "split-apart"])
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
 @pytest.mark.parametrize("name", CASES)
-def test_corner_case_to_one_bf16_ulp(name, mode, placement, pipeline, device):
-    out, answer = _run(name, mode, placement, device, pipeline=pipeline)
+def test_corner_case_to_one_bf16_ulp(name, mode, placement, loop, device):
+    out, answer = _run(name, mode, placement, device, **LOOPS[loop])
     err = (out - answer).abs().max().item()
     assert err <= _bf16_ulp(answer), f"{name}: got {out[0, :2].tolist()}, want {answer} (ulp {_bf16_ulp(answer)})"
     if name == "tiny-value-scale":
@@ -110,3 +114,39 @@ def test_without_the_probability_split_the_cancellation_is_lost(device):
 def test_value_scale_before_accumulation_in_fp16_is_caught(name, device):
     out, answer = _run(name, "decode", "split-apart", device, perturb="value-scale-before-accumulation")
     assert not ((out - answer).abs().max().item() <= _bf16_ulp(answer))
+
+
+def _tiny_differential(mode, device, **opts):
+    """A large common logit whose gap comes from an element 2^-32 of its row's largest: q' = (8290560,
+    0.5 / 127), kA = (1, 127), kB = (1, 0): s_A - s_B = 127 * fp32(0.5 / 127) ~ 0.5. Returns (out, answer)."""
+    T = 1 if mode == "decode" else 17
+    q = torch.zeros(T, 1, D, dtype=torch.bfloat16)
+    q[:, 0, 0], q[:, 0, 1] = 1.0, 1.0
+    ks = torch.ones(1, D)
+    ks[0, 0], ks[0, 1] = 8290560.0, 0.5 / 127
+    gap = 127 * float(ks[0, 1])
+    kc = torch.zeros(1, C, D, dtype=torch.int8)
+    vc = torch.zeros(1, C, D, dtype=torch.int8)
+    kc[0, 11, 0], kc[0, 11, 1], kc[0, 150, 0] = 1, 127, 1
+    vc[0, 11] = 1
+    idx = torch.full((T, N), -1, dtype=torch.int32)
+    idx[:, 0], idx[:, 1] = 11, 150
+    out, _ = sparse_int8_attention(q.to(device), kc.to(device), vc.to(device), ks.to(device),
+                                   torch.ones(1, D, device=device), idx.to(device), scale=1.0,
+                                   tiles_per_split=1 if mode == "decode" else None, **opts)
+    return out[:, 0, :].double().cpu(), 1.0 / (1.0 + math.exp(-gap))
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+def test_qk_int8_budget_sends_a_tiny_differential_to_the_split_bf16_query(mode, device):
+    """The int8 digits of q'' hold it to 2^-27 of its row's largest element, so an element 2^-32 of it is lost; the
+    budget must send that program to the split-bf16 query. With the budget lifted the answer is wrong (0.5, not
+    sigmoid(0.5): the check can fail); with it, within one bf16 ulp. A query whose digits are exact
+    (folded-query-rounding) is right with the budget lifted."""
+    opts = dict(swap_ab=True, qk_int8=True)
+    out, answer = _tiny_differential(mode, device, **opts, _qk_int8_budget=float("inf"))
+    assert (out - 0.5).abs().max().item() <= _bf16_ulp(0.5)
+    out, answer = _tiny_differential(mode, device, **opts)
+    assert (out - answer).abs().max().item() <= _bf16_ulp(answer)
+    out, answer = _run("folded-query-rounding", mode, "split-apart", device, **opts, _qk_int8_budget=float("inf"))
+    assert (out - answer).abs().max().item() <= _bf16_ulp(answer)

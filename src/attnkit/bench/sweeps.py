@@ -265,6 +265,21 @@ SWEEPS: dict[str, Sweep] = {
         ("pipe-s3-c2", dict(pipeline=True, num_stages=3, ctas_per_sm=2)),
         ("pipe-s3-bn16", dict(pipeline=True, num_stages=3, block_n=16)),
     )),
+    "sparse_int8-swap": Sweep("sparse_int8", "swap-AB tiles (candidates on M: warpgroup MMAs) with the split-bf16 "
+                              "query or the query's int8 digits (qk_int8: no key converted), tile and warps; and the "
+                              "same over a bf16 cache (no conversion at all: what the conversions cost)",
+                              _SP_CASES + ("sparse_int8-model-prefill-r2048-q8x",), (
+        ("rule", {}),
+        ("swap-bn64", dict(swap_ab=True, block_n=64)),
+        ("swap-bn64-w8", dict(swap_ab=True, block_n=64, num_warps=8)),
+        ("swap-bn128-w8", dict(swap_ab=True, block_n=128, num_warps=8)),
+        ("q8-bn64", dict(swap_ab=True, qk_int8=True, block_n=64)),
+        ("q8-bn64-w8", dict(swap_ab=True, qk_int8=True, block_n=64, num_warps=8)),
+        ("q8-bn128-w8", dict(swap_ab=True, qk_int8=True, block_n=128, num_warps=8)),
+        ("q8-bn64-s3", dict(swap_ab=True, qk_int8=True, block_n=64, num_stages=3)),
+        ("bf16cache-rule", dict(bf16_cache=True)),
+        ("bf16cache-swap-bn64", dict(bf16_cache=True, swap_ab=True, block_n=64)),
+    )),
 }
 
 _CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours}

@@ -176,12 +176,12 @@ register(Gate(
 ))
 
 
-def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None, pipeline=None):
+def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None, pipeline=None, **opts):
     from ..sparse_int8 import sparse_int8_attention
     out, lse = _poisoned_outputs(inp["q"])
     return sparse_int8_attention(inp["q"], inp["k_cache"], inp["v_cache"], inp["key_scale"], inp["value_scale"],
                                  inp["indices"], scale=inp["scale"], tiles_per_split=tiles_per_split,
-                                 pipeline=pipeline, out=out, lse=lse, _perturb=perturb)
+                                 pipeline=pipeline, out=out, lse=lse, _perturb=perturb, **opts)
 
 
 def _sparse_other_loop(inp, perturb=None):
@@ -214,6 +214,22 @@ register(Gate(
          "pipelined by Triton, or the hand-written index prefetch), as dispatched otherwise",
     perturbations=(
         Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
+        Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
+                     "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
+    ),
+))
+
+register(Gate(
+    name="sparse_int8/triton_swap_ab",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, swap_ab=True, qk_int8=True),
+    what="kernel: Triton sparse INT8 attention with swap-AB tiles (candidates on M, heads on N) and the scores "
+         "from integer MMAs of the codes against the query's int8 digits (the split-bf16 query where a row's "
+         "digits miss the budget), as dispatched otherwise",
+    perturbations=(
+        Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
+        Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),
         Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
                      "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
     ),

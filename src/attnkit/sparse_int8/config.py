@@ -47,7 +47,13 @@ STAGES_OPT = IntOption("num_stages", "ATTNKIT_SPARSE_INT8_STAGES", None, 1, 4,
 PIPELINE = Switch("pipeline", "ATTNKIT_SPARSE_INT8_PIPELINE", False,
                   "the plain candidate loop: index loads and the K / V gathers left to Triton's software pipeliner "
                   "(asynchronous copies into shared memory, num_stages deep) instead of the hand-written prefetch of "
-                  "the indices; not yet timed, so off")
+                  "the indices; off: slower where timed but at 8 decode rows")
+SWAP_AB = Switch("swap_ab", "ATTNKIT_SPARSE_INT8_SWAP_AB", False,
+                 "swap-AB tiles: the candidates on the MMA's M side and the query heads of a KV head on N (warpgroup "
+                 "MMAs on sm_90 from 64 candidates per tile), in the plain loop; not yet timed, so off")
+QK_INT8 = Switch("qk_int8", "ATTNKIT_SPARSE_INT8_QK_INT8", False,
+                 "with swap_ab: scores from integer MMAs of the int8 codes against three int8 digits of the folded "
+                 "query (2^-20 of its row's largest element), so no key is converted; not yet timed, so off")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

@@ -8,7 +8,8 @@ import math
 import torch
 
 from .._runtime import check_device, interpreting, require
-from .config import (BLOCK_N_OPT, CTAS_OPT, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, STAGES_OPT, SUPPORTED_HEAD_DIMS, TILES_PER_SPLIT,
+from .config import (BLOCK_N_OPT, CTAS_OPT, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, STAGES_OPT, SUPPORTED_HEAD_DIMS, SWAP_AB, QK_INT8,
+                     TILES_PER_SPLIT,
                      VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
@@ -47,15 +48,17 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
-                          pv_split=None, prefetch=None, pipeline=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
+                          pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                           validate=None,
-                          out=None, lse=None, _perturb=None):
+                          out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
     Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
     ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
-    ``pipeline`` (the plain loop, its gathers pipelined by Triton through shared memory; default off, not yet timed),
+    ``pipeline`` (the plain loop, its gathers pipelined by Triton through shared memory; default off, slower where
+    timed), ``swap_ab`` (candidates on the MMA's M side, the heads of a KV head on N; default off), ``qk_int8``
+    (with swap_ab: scores from integer MMAs of the codes against int8 digits of the folded query; default off),
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
     ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
     rule's target of programs per SM), ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``),
@@ -66,6 +69,10 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     pf = PREFETCH.resolve(prefetch)
     pipe = PIPELINE.resolve(pipeline)
     require(not (pf and pipe), "pipeline", "replaces the hand-written prefetch; it cannot be combined with prefetch=True")
+    swap = SWAP_AB.resolve(swap_ab)
+    require(not (pf and swap), "swap_ab", "runs the plain loop; it cannot be combined with prefetch=True")
+    qk8 = QK_INT8.resolve(qk_int8)
+    require(not qk8 or swap, "qk_int8", "is a swap-AB tile's; it needs swap_ab=True")
     bn_opt = BLOCK_N_OPT.resolve(block_n)
     warps_opt = WARPS_OPT.resolve(num_warps)
     stages = STAGES_OPT.resolve(num_stages)
@@ -112,7 +119,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe, num_warps=p.num_warps,
+        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe, SWAP=swap, QK_INT8=qk8 and k_cache.dtype == torch.int8,
+        **({} if _qk_int8_budget is None else dict(QK_INT8_BUDGET=float(_qk_int8_budget))), num_warps=p.num_warps,
         num_stages=p.num_stages,
     )
     if not p.direct:

@@ -72,13 +72,101 @@ def _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_S
 
 
 @triton.jit
+def _imma(a, b, DOT_F32: tl.constexpr):
+    """int8 x int8 -> exact int32 sums, as fp32 (|sum| <= 256 * 127 * 128 < 2^24: exact in fp32 too)."""
+    if DOT_F32:  # the interpreter: the same sums in fp32, exact
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    else:
+        return tl.dot(a, b, out_dtype=tl.int32).to(tl.float32)
+
+
+@triton.jit
+def _int8_digits(qn):
+    """qn (|qn| < 2) as four int8 digits, qn = (h + (m + (l + (l2 + f) / 128) / 128) / 128) / 64 with |f| < 1, each
+    digit truncated toward zero (so |digit| <= 127), and the remainder f (every step exact in fp32)."""
+    a = qn * 64.0
+    h = a.to(tl.int32)
+    r = (a - h.to(tl.float32)) * 128.0
+    m = r.to(tl.int32)
+    r = (r - m.to(tl.float32)) * 128.0
+    l = r.to(tl.int32)
+    r = (r - l.to(tl.float32)) * 128.0
+    l2 = r.to(tl.int32)
+    return h.to(tl.int8), m.to(tl.int8), l.to(tl.int8), l2.to(tl.int8), r - l2.to(tl.float32)
+
+
+@triton.jit
+def _attend_tile_swap(q_hiT, q_loT, q_l2T, q_l3T, k, v, valid, row_ok, m_i, l_i, accT, E, vs_row, PV_SPLIT: tl.constexpr,
+                      PERTURB: tl.constexpr, DOT_F32: tl.constexpr, QK_INT8: tl.constexpr):
+    """One candidate tile with the candidates on the MMA's M side (swap-AB): S^T = K . Q^T [BLOCK_N, rows], the
+    softmax down the columns, O^T += V^T . P^T [HEAD_DIM, rows]; k and v are [BLOCK_N, HEAD_DIM]. The same
+    numerics as _attend_tile (the same products, the same splits), transposed; with QK_INT8 the scores come from
+    the int8 codes and the query's int8 digits (q_hiT .. q_l3T, _int8_digits: q'' to within 2^-27) in exact
+    integer MMAs, so no key is converted."""
+    if QK_INT8:
+        # the codes straight into integer MMAs against the query's four int8 digits (exact int32 sums, scaled
+        # by powers of two)
+        s = _imma(k, q_hiT, DOT_F32) * 0.015625
+        s += _imma(k, q_loT, DOT_F32) * 0.0001220703125
+        s += _imma(k, q_l2T, DOT_F32) * 9.5367431640625e-07
+        s += _imma(k, q_l3T, DOT_F32) * 7.450580596923828e-09
+    else:
+        if k.dtype == tl.int8:
+            kb = int8_to_bf16(k)
+        else:
+            kb = k
+        s = _mma(kb, q_hiT, tl.zeros([k.shape[0], q_hiT.shape[1]], dtype=tl.float32), DOT_F32)
+        s = _mma(kb, q_loT, s, DOT_F32)
+    s = tl.where(valid[:, None] & row_ok[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 0))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(ldexp(m_i - m_safe, E) * LOG2E)
+    p = tl.exp2(ldexp(s - m_safe[None, :], E[None, :]) * LOG2E)
+    l_i = l_i * alpha + tl.sum(p, 0)
+    accT = accT * alpha[None, :]
+    if PERTURB == 3:
+        vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
+    elif v.dtype == tl.int8:
+        vb = int8_to_bf16(v)
+    else:
+        vb = v
+    vbT = tl.trans(vb)
+    p_hi = p.to(tl.bfloat16)
+    accT = _mma(vbT, p_hi, accT, DOT_F32)
+    if PV_SPLIT:
+        accT = _mma(vbT, (p - p_hi.to(tl.float32)).to(tl.bfloat16), accT, DOT_F32)
+    return m_new, l_i, accT
+
+
+@triton.jit
+def _swap_loop(q_hiT, q_loT, q_l2T, q_l3T, KC, VC, kv_base, stride_kc, idx_base, c0, c1, C, offs_d, row_ok, m_i, l_i,
+               accT, E, vs_row, BLOCK_N: tl.constexpr, PV_SPLIT: tl.constexpr, PERTURB: tl.constexpr,
+               DOT_F32: tl.constexpr, QK_INT8: tl.constexpr):
+    """The swap-AB candidate loop (the plain loop: indices, then K and V rows [BLOCK_N, HEAD_DIM] per tile)."""
+    for j0 in range(c0, c1, BLOCK_N):
+        offs_j = j0 + tl.arange(0, BLOCK_N)
+        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+        ok = (idx >= 0) & (idx < C)
+        safe = tl.where(ok, idx, 0).to(tl.int64)
+        k = tl.load(KC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+        v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+        valid = ok
+        if PERTURB == 1:
+            valid = valid & (offs_j != c0)
+        m_i, l_i, accT = _attend_tile_swap(q_hiT, q_loT, q_l2T, q_l3T, k, v, valid, row_ok, m_i, l_i, accT, E,
+                                           vs_row, PV_SPLIT, PERTURB, DOT_F32, QK_INT8)
+    return m_i, l_i, accT
+
+
+@triton.jit
 def sparse_int8_kernel(
     Q, KC, VC, KS, VS, IDX, M_OUT, L_OUT, ACC_OUT, E_OUT, OUT, LSE,
     scale_mant, scale_exp, C, N, cands_per_split,
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
-    DOT_F32: tl.constexpr, PIPE: tl.constexpr = False,
+    DOT_F32: tl.constexpr, PIPE: tl.constexpr = False, SWAP: tl.constexpr = False,
+    QK_INT8: tl.constexpr = False, QK_INT8_BUDGET: tl.constexpr = 0.0009765625,
 ):
     t = tl.program_id(0)
     split = tl.program_id(1)
@@ -112,7 +200,28 @@ def sparse_int8_kernel(
     # tiles ahead; with PREFETCH a tile's K and V rows are gathered one tile ahead too, so the gathers of
     # tile j + 1 are in flight while tile j is computed (more registers)
     kv_base = g * stride_kh
-    if PIPE:
+    if SWAP:
+        # swap-AB: candidates on the MMA's M side (BLOCK_N of them fill a 64-row warpgroup MMA), the query heads of
+        # this KV head on N (BLOCK_R), instead of padding 12 or 16 heads to the M side; the plain loop
+        # QK_INT8: the int8 digits of q'' serve a program whose worst-case score error from them (2^E_r * 128 *
+        # 2^-27 * sum_d |f_d| per row) stays within QK_INT8_BUDGET nats (2^-10) on every row; otherwise the program takes
+        # the split-bf16 query (exact where q'' has at most 16 significant bits): one branch per program
+        accT = tl.zeros([HEAD_DIM, BLOCK_R], dtype=tl.float32)
+        use_int = False
+        if QK_INT8:  # (the launcher sets it only over an int8 cache)
+            d_h, d_m, d_l, d_l2, frac = _int8_digits(qn)
+            int_err = ldexp(tl.sum(tl.abs(frac), 1), E - 20)
+            use_int = tl.max(int_err, 0) <= QK_INT8_BUDGET
+            if use_int:
+                m_i, l_i, accT = _swap_loop(tl.trans(d_h), tl.trans(d_m), tl.trans(d_l), tl.trans(d_l2), KC, VC,
+                                            kv_base, stride_kc, idx_base, c0, c1, C, offs_d, row_ok, m_i, l_i, accT,
+                                            E, vs_row, BLOCK_N, PV_SPLIT, PERTURB, DOT_F32, True)
+        if not use_int:
+            m_i, l_i, accT = _swap_loop(tl.trans(q_hi), tl.trans(q_lo), tl.trans(q_lo), tl.trans(q_lo), KC, VC,
+                                        kv_base, stride_kc, idx_base, c0, c1, C, offs_d, row_ok, m_i, l_i, accT, E,
+                                        vs_row, BLOCK_N, PV_SPLIT, PERTURB, DOT_F32, False)
+        acc = tl.trans(accT)
+    elif PIPE:
         # the plain loop: the index load and the two gathers that depend on it are left to Triton's software
         # pipeliner (num_stages), which issues them as asynchronous copies into shared memory stages ahead
         for j0 in range(c0, c1, BLOCK_N):

@@ -103,6 +103,15 @@ def _variants():
                     dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=sp.block_r, BLOCK_N=sp.block_n, DIRECT=sp.direct,
                          PV_SPLIT=pv, PREFETCH=False, PERTURB=0,
                          DOT_F32=False), dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
+    for T, q8 in ((2048, False), (2048, True), (1, True)):  # the swap_ab / qk_int8 options (64-candidate tiles)
+        sp = sparse_plan(T, 2, 12, 2048, 132, None, 256, block_n=64)
+        out.append((f"sparse_int8 D256 direct{int(sp.direct)} i8 bn64 w{sp.num_warps} swap_ab" + (" qk_int8" if q8 else ""),
+                    sparse_int8_kernel,
+                    dict(Q="*bf16", KC="*i8", VC="*i8", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
+                         L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
+                    dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=sp.block_r, BLOCK_N=64, DIRECT=sp.direct,
+                         PV_SPLIT=True, PREFETCH=False, PERTURB=0, DOT_F32=False, SWAP=True, QK_INT8=q8),
+                    dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
