@@ -45,6 +45,18 @@ def test_split_plan_is_a_pure_function():
     assert plan(1, 2, 12, 8192, 132, None, 256, ctas_per_sm=2).num_splits == 128  # 256 tiles, 2 per split
     assert plan(1, 2, 12, 8192, 132, None, 256).num_splits == 64  # one program per SM: 4 per split
     assert not plan(66, 2, 12, 2048, 132, None, 256, ctas_per_sm=2).direct
+    # swap-AB tiles with integer scores: the direct path at D = 256 over an int8 cache (64 candidates, 4 warps)
+    p = plan(2048, 2, 12, 2048, 132, None, 256)
+    assert (p.swap_ab, p.qk_int8, p.block_n, p.num_warps) == (True, True, 64, 4)
+    assert not plan(2048, 2, 12, 2048, 132, None, 256, int8_cache=False).swap_ab  # bf16 caches: the rule above
+    assert not plan(8, 2, 12, 2048, 132, None, 256).swap_ab and not plan(2048, 2, 12, 2048, 132, None, 128).swap_ab
+    p = plan(2048, 2, 12, 2048, 132, None, 256, swap_ab=False)
+    assert (p.swap_ab, p.qk_int8, p.block_n) == (False, False, 32)
+    p = plan(8, 2, 12, 2048, 132, None, 256, swap_ab=True)  # forced: the split-bf16 query unless asked
+    assert (p.swap_ab, p.qk_int8, p.block_n) == (True, False, 64)
+    assert plan(8, 2, 12, 2048, 132, None, 256, swap_ab=True, qk_int8=True).qk_int8
+    with pytest.raises(ValueError, match="qk_int8"):
+        plan(2048, 2, 12, 2048, 132, None, 256, swap_ab=False, qk_int8=True)
 
 
 @pytest.mark.parametrize("tps,prefetch,bn,warps,extra", [

@@ -185,9 +185,10 @@ def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None, pipeline=No
 
 
 def _sparse_other_loop(inp, perturb=None):
-    """The candidate loop the default (attnkit.sparse_int8.config.PIPELINE) does not pick, on every shape."""
+    """The candidate loop the default (attnkit.sparse_int8.config.PIPELINE) does not pick, without swap-AB tiles,
+    on every shape."""
     from ..sparse_int8.config import PIPELINE
-    return sparse_int8_kernel_call(inp, perturb, pipeline=not PIPELINE.default)
+    return sparse_int8_kernel_call(inp, perturb, pipeline=not PIPELINE.default, swap_ab=False)
 
 
 register(Gate(

@@ -13,9 +13,24 @@ benchmarks/sweeps/h200-fc58304/sweep-sparse_int8-tile-2.json, medians in us, dec
 227 / 3193; 8 warps x 16 12.1 / 56.0 / 431 / 6714. So: the direct path (prefill) takes 4 warps x 32, the split
 path 4 warps x 32 with 3 stages from 8 rows and the previous 8 warps x 32 below (only 1 and 8 rows were
 timed; D = 64 and 128 were not swept and keep the previous rule).
+Swap-AB and integer scores (benchmarks/sweeps/h200-7baf63f/sweep-sparse_int8-swap.json, medians in us, decode 1 / 8
+rows, prefill 128 / 2048 rows, 2048 rows with queries 8x larger): the rule then 8.9 / 22.3 / 148.3 / 2283 / 2285;
+swap-AB tiles of 64 candidates at 4 warps (split-bf16 query) 11.2 / 26.7 / 159.1 / 2401 / 2395; the same with the
+scores from the query's int8 digits (qk_int8) 11.4 / 24.3 / 136.5 / 2050 / 2047 (3 stages: 11.7 / 24.4 / 137.7 /
+2092 / 2091); at 8 warps 11.1-27.6 / 242.6-268.7 / 3835-4234; 128-candidate tiles at 8 warps were refused by the
+block_n check of that commit (not timed). Over a bf16 cache (no conversion at all): the rule 8.8 / 21.8 / 144.5 /
+1911 / 1905, swap-AB 10.4 / 23.0 / 167.4 / 2619 / 2616. So the direct path (prefill) at D = 256 over an int8 cache
+takes swap-AB tiles with integer scores (8-10 % faster); decode and bf16 caches keep the rule. A program whose
+rows' int8 digits miss the budget runs the swap-AB split-bf16 loop, the row above (5 % slower than the previous
+rule, 17 % slower than the digits): the cliff of that fallback is bounded by it.
 Prefetch (K and V gathered a tile ahead): off by default, slower in the same sweep (prefill 128 rows
 317 vs 250 us, 2048 rows 5109 vs 3914 us; it raises the register count and spills in the split
 variant).
+Pipelined loop (the plain loop, its gathers pipelined by Triton; benchmarks/sweeps/h200-45728cf/
+sweep-sparse_int8-pipe.json, the same four columns): the rule 8.9 / 22.4 / 148.9 / 2280; pipelined at 2 / 3 / 4
+stages 9.0-9.1 / 24.7-24.8 / 176.8-185.6 / 2577-2706; at 3 stages with 2 programs per SM 9.1 / 20.5 / 193.4 / 2705,
+with 8 warps x 64 candidates 9.5 / 20.8 / 187.3 / 2929. Off: slower except at 8 decode rows (8 %), which one point
+does not make a rule.
 """
 
 from __future__ import annotations
@@ -48,12 +63,15 @@ PIPELINE = Switch("pipeline", "ATTNKIT_SPARSE_INT8_PIPELINE", False,
                   "the plain candidate loop: index loads and the K / V gathers left to Triton's software pipeliner "
                   "(asynchronous copies into shared memory, num_stages deep) instead of the hand-written prefetch of "
                   "the indices; off: slower where timed but at 8 decode rows")
-SWAP_AB = Switch("swap_ab", "ATTNKIT_SPARSE_INT8_SWAP_AB", False,
+SWAP_AB = Switch("swap_ab", "ATTNKIT_SPARSE_INT8_SWAP_AB", None,
                  "swap-AB tiles: the candidates on the MMA's M side and the query heads of a KV head on N (warpgroup "
-                 "MMAs on sm_90 from 64 candidates per tile), in the plain loop; not yet timed, so off")
-QK_INT8 = Switch("qk_int8", "ATTNKIT_SPARSE_INT8_QK_INT8", False,
-                 "with swap_ab: scores from integer MMAs of the int8 codes against three int8 digits of the folded "
-                 "query (2^-20 of its row's largest element), so no key is converted; not yet timed, so off")
+                 "MMAs on sm_90 from 64 candidates per tile), in the plain loop; default: the rule (the direct "
+                 "path at D = 256 over an int8 cache, with qk_int8)")
+QK_INT8 = Switch("qk_int8", "ATTNKIT_SPARSE_INT8_QK_INT8", None,
+                 "with swap_ab: scores from integer MMAs of the int8 codes against four int8 digits of the folded "
+                 "query (2^-27 of its row's largest element; a program whose rows' digits could move a score by "
+                 "more than 2^-10 nats takes the split-bf16 query), so no key is converted; default: with the "
+                 "swap_ab rule")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -67,11 +85,14 @@ class Plan:
     direct: bool  # one split: the kernel writes the output itself
     num_warps: int = 4
     num_stages: int = 2
+    swap_ab: bool = False
+    qk_int8: bool = False
 
 
 def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None, head_dim: int = 256,
          block_n: int | None = None, num_warps: int | None = None, ctas_per_sm: int | None = None,
-         num_stages: int | None = None) -> Plan:
+         num_stages: int | None = None, swap_ab: bool | None = None, qk_int8: bool | None = None,
+         int8_cache: bool = True) -> Plan:
     """A pure function of shapes and device (the tile rule and its evidence: the module's docstring).
     Registers (sm_90 cubins, compile_check with the launcher's alignment specialization): D = 256, 8 warps x 32
     candidates 174 / 164 (direct / split), 4 warps x 32 203 / 192, no spills."""
@@ -85,9 +106,20 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
         stages = num_stages or 2
     if warps not in (4, 8):
         raise ValueError(f"num_warps: must be 4 or 8, got {warps}")
+    # the direct path at D = 256 over an int8 cache: swap-AB tiles of 64 candidates at 4 warps, scores from the
+    # query's int8 digits (the sweep in the module's docstring); elsewhere not timed, so the rule below
+    swap_rule = direct and head_dim >= 256 and int8_cache
+    swap = swap_rule if swap_ab is None else swap_ab
+    qk8 = (swap and swap_rule) if qk_int8 is None else qk_int8
+    if qk8 and not swap:
+        raise ValueError("qk_int8: is a swap-AB tile's; it needs swap_ab=True")
+    qk8 = qk8 and int8_cache
+    if swap and num_warps is None:
+        warps = 4
     # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread
-    # (direct / split), with 32 none (compile_check; not yet timed). A "tile" of tiles_per_split is this size.
-    block_n = block_n or (32 if head_dim >= 256 else BLOCK_N)
+    # (direct / split), with 32 none (compile_check). A "tile" of tiles_per_split is this size.
+    # Swap-AB tiles take 64 (a warpgroup MMA's M).
+    block_n = block_n or (64 if swap else 32 if head_dim >= 256 else BLOCK_N)
     if block_n not in (16, 32, 64):
         raise ValueError(f"block_n: must be 16, 32 or 64, got {block_n}")
     block_r = 16 if group <= 16 else 32
@@ -95,10 +127,10 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     # direct (one split, the kernel writes the output) once the rows alone fill the GPU; fewer rows than that
     # (decode, and short prefill chunks) split their candidates so that the programs do
     if direct:
-        return Plan(1, tiles * block_n, block_r, block_n, True, warps, stages)
+        return Plan(1, tiles * block_n, block_r, block_n, True, warps, stages, swap, qk8)
     if tiles_per_split is None:
         want = -(-(target * sm_count) // max(1, T * hkv))
         splits = max(1, min(want, tiles))
         tiles_per_split = -(-tiles // splits)
     splits = -(-tiles // tiles_per_split)
-    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps, stages)
+    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps, stages, swap, qk8)

@@ -57,8 +57,9 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``tiles_per_split`` (decode split size), ``pv_split`` (probability high/low split, default on),
     ``prefetch`` (gather the next tile's rows during the current one, default off: slower where measured),
     ``pipeline`` (the plain loop, its gathers pipelined by Triton through shared memory; default off, slower where
-    timed), ``swap_ab`` (candidates on the MMA's M side, the heads of a KV head on N; default off), ``qk_int8``
-    (with swap_ab: scores from integer MMAs of the codes against int8 digits of the folded query; default off),
+    timed), ``swap_ab`` (candidates on the MMA's M side, the heads of a KV head on N) and ``qk_int8`` (with swap_ab:
+    scores from integer MMAs of the codes against int8 digits of the folded query), by default the rule: both on the
+    direct path at D = 256 over an int8 cache,
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
     ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
     rule's target of programs per SM), ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``),
@@ -71,8 +72,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     require(not (pf and pipe), "pipeline", "replaces the hand-written prefetch; it cannot be combined with prefetch=True")
     swap = SWAP_AB.resolve(swap_ab)
     require(not (pf and swap), "swap_ab", "runs the plain loop; it cannot be combined with prefetch=True")
+    require(not (pipe and swap), "swap_ab", "has its own loop; it cannot be combined with pipeline=True")
     qk8 = QK_INT8.resolve(qk_int8)
-    require(not qk8 or swap, "qk_int8", "is a swap-AB tile's; it needs swap_ab=True")
     bn_opt = BLOCK_N_OPT.resolve(block_n)
     warps_opt = WARPS_OPT.resolve(num_warps)
     stages = STAGES_OPT.resolve(num_stages)
@@ -102,7 +103,10 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     mant, exp = math.frexp(sc)  # sc = mant * 2^exp, mant in [0.5, 1): pass mant * 2, exp - 1
     mant, exp = (2 * mant, exp - 1) if sc > 0 else (0.0, 0)
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
-    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages)
+    if swap is None and (pf or pipe):  # an explicit loop choice keeps the rule's swap-AB tiles out
+        swap = False
+    p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages, swap, qk8,
+             int8_cache=k_cache.dtype == torch.int8)
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -119,7 +123,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
         acc.stride(0) if not p.direct else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe, SWAP=swap, QK_INT8=qk8 and k_cache.dtype == torch.int8,
+        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe, SWAP=p.swap_ab, QK_INT8=p.qk_int8,
         **({} if _qk_int8_budget is None else dict(QK_INT8_BUDGET=float(_qk_int8_budget))), num_warps=p.num_warps,
         num_stages=p.num_stages,
     )

@@ -96,15 +96,17 @@ def _variants():
     for D, T, pv, cdt in ((256, 2048, True, "i8"), (256, 1, True, "i8"), (256, 8, True, "i8"), (64, 1, False, "i8"),
                           (128, 2048, True, "i8"), (256, 1, True, "bf16")):
         sp = sparse_plan(T, 2, 12, 2048, 132, None, D)
-        out.append((f"sparse_int8 D{D} direct{int(sp.direct)} {cdt} bn{sp.block_n} w{sp.num_warps} s{sp.num_stages}",
+        sp = sparse_plan(T, 2, 12, 2048, 132, None, D, int8_cache=cdt == "i8")
+        out.append((f"sparse_int8 D{D} direct{int(sp.direct)} {cdt} bn{sp.block_n} w{sp.num_warps} s{sp.num_stages}"
+                    + (" swap_ab" if sp.swap_ab else "") + (" qk_int8" if sp.qk_int8 else ""),
                     sparse_int8_kernel,
                     dict(Q="*bf16", KC=f"*{cdt}", VC=f"*{cdt}", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
                          L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
                     dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=sp.block_r, BLOCK_N=sp.block_n, DIRECT=sp.direct,
-                         PV_SPLIT=pv, PREFETCH=False, PERTURB=0,
-                         DOT_F32=False), dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
-    for T, q8 in ((2048, False), (2048, True), (1, True)):  # the swap_ab / qk_int8 options (64-candidate tiles)
-        sp = sparse_plan(T, 2, 12, 2048, 132, None, 256, block_n=64)
+                         PV_SPLIT=pv, PREFETCH=False, PERTURB=0, DOT_F32=False, SWAP=sp.swap_ab,
+                         QK_INT8=sp.qk_int8), dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
+    for T, q8 in ((2048, False), (1, True)):  # the swap_ab / qk_int8 options off the rule (64-candidate tiles)
+        sp = sparse_plan(T, 2, 12, 2048, 132, None, 256, swap_ab=True, qk_int8=q8)
         out.append((f"sparse_int8 D256 direct{int(sp.direct)} i8 bn64 w{sp.num_warps} swap_ab" + (" qk_int8" if q8 else ""),
                     sparse_int8_kernel,
                     dict(Q="*bf16", KC="*i8", VC="*i8", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
