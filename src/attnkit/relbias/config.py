@@ -92,8 +92,10 @@ setting of a grid timed alternating in that run):
   the same run. Half the bytes did not halve the time. Suspecting the conversions (each fp8 pair takes one native
   e4m3 -> f16x2 conversion and two f16 -> bf16 ones on sm_90), a variant computed in fp16 instead (q rows scaled
   by powers of two into fp16, P as fp16(P * 2^15), one conversion per pair): 299.9 us against bf16's 262.8 in
-  `benchmarks/experiments/relbias-fp8-as-fp16-h200-45728cf.json`, slower, so it was not kept. Where the fp8
-  decode's time goes is not yet profiled.
+  `benchmarks/experiments/relbias-fp8-as-fp16-h200-45728cf.json`, slower, so it was not kept. Nsight Compute
+  (`benchmarks/experiments/ncu-h200-b7735aa/`): the bf16 decode runs at 82 % of DRAM bandwidth, the fp8 one at 34 %
+  with its issue slots half busy and 4 warps per scheduler (registers and shared memory), in 0.97 waves: issue- and
+  latency-bound, not bound by bytes.
 """
 
 from __future__ import annotations
