@@ -3,7 +3,9 @@ GPU: Triton lowers to PTX and its bundled ptxas assembles a cubin. This catches 
 interpreter lets through (non-constexpr globals, unsupported conversions, type mismatches) on any
 machine. It must run with TRITON_INTERPRET unset (the interpreter replaces the kernels).
 
-``python -m attnkit.testing.compile_check`` compiles them all and prints registers / spills.
+``python -m attnkit.testing.compile_check [--census] [NAME...]`` compiles them all (or those whose name contains a
+NAME) and prints registers / spills; with ``--census``, also each loop's SASS instruction count and commonest
+opcodes (nvdisasm), a prediction of what a tile costs before any GPU time is spent.
 """
 
 from __future__ import annotations
@@ -152,7 +154,33 @@ def resource_usage(cubin: bytes) -> dict:
     return {"regs": int(m.group(1)), "stack_bytes": int(m.group(2))} if m else {}
 
 
-def compile_all(arch: int = 90, names=None, log=print):
+def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
+    """The loops of a cubin's SASS (a label and the backward branch to it, at least min_len instructions), each
+    with its instruction count and its ten commonest opcodes: what a tile costs per warp, before any timing."""
+    import collections
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        lines = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, timeout=120).stdout.splitlines()
+    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"\.L_x_\d+:", ln.strip())}
+    op = re.compile(r"\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
+    loops = []
+    for i, ln in enumerate(lines):
+        m = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
+        if m and labels.get(m.group(1), i) < i:
+            ops = collections.Counter(mm.group(1) for mm in map(op.match, lines[labels[m.group(1)]:i + 1]) if mm)
+            if sum(ops.values()) >= min_len:
+                loops.append(dict(instructions=sum(ops.values()), top=ops.most_common(10)))
+    return loops
+
+
+def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
     if os.environ.get("TRITON_INTERPRET", "0") == "1":
         raise RuntimeError("compile_check needs TRITON_INTERPRET unset (the interpreter replaces the kernels)")
     import triton
@@ -188,11 +216,17 @@ def compile_all(arch: int = 90, names=None, log=print):
         rec = dict(name=name, seconds=round(time.time() - t0, 1), num_warps=md.num_warps,
                    shared=getattr(md, "shared", None), cubin_bytes=len(k.asm.get("cubin", b"")),
                    **resource_usage(k.asm["cubin"]))
+        if census:
+            rec["loops"] = sass_loops(k.asm["cubin"])
         results.append(rec)
         log(f"{name:32s} ok  {rec['seconds']:5.1f}s  warps={rec['num_warps']}  shared={rec['shared']}  "
             f"regs={rec.get('regs')}  stack={rec.get('stack_bytes')}")
+        for lp in rec.get("loops", ()):
+            log(f"    loop of {lp['instructions']} instructions: "
+                + ", ".join(f"{o} {n}" for o, n in lp["top"]))
     return results
 
 
 if __name__ == "__main__":
-    compile_all(names=sys.argv[1:] or None)
+    _census = "--census" in sys.argv[1:]
+    compile_all(names=[a for a in sys.argv[1:] if a != "--census"] or None, census=_census)
