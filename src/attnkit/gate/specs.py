@@ -184,6 +184,14 @@ def sparse_int8_kernel_call(inp, perturb=None, tiles_per_split=None, pipeline=No
                                  pipeline=pipeline, out=out, lse=lse, _perturb=perturb, **opts)
 
 
+_SPARSE_PERTURBATIONS = (
+    Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
+    Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),
+    Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
+                 "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
+)
+
+
 def _sparse_other_loop(inp, perturb=None):
     """The candidate loop the default (attnkit.sparse_int8.config.PIPELINE) does not pick, without swap-AB tiles,
     on every shape."""
@@ -198,12 +206,7 @@ register(Gate(
     subject=sparse_int8_kernel_call,
     what="kernel: Triton sparse INT8 attention as dispatched (direct once the rows fill the GPU, split-K + "
          "merge for fewer)",
-    perturbations=(
-        Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
-        Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),
-        Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
-                     "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
-    ),
+    perturbations=_SPARSE_PERTURBATIONS,
 ))
 
 register(Gate(
@@ -213,11 +216,7 @@ register(Gate(
     subject=_sparse_other_loop,
     what="kernel: Triton sparse INT8 attention with the candidate loop the default does not take (the plain loop "
          "pipelined by Triton, or the hand-written index prefetch), as dispatched otherwise",
-    perturbations=(
-        Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
-        Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
-                     "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
-    ),
+    perturbations=(_SPARSE_PERTURBATIONS[0], _SPARSE_PERTURBATIONS[2]),  # one split per row here: none lost
 ))
 
 register(Gate(
@@ -228,12 +227,7 @@ register(Gate(
     what="kernel: Triton sparse INT8 attention with swap-AB tiles (candidates on M, heads on N) and the scores "
          "from integer MMAs of the codes against the query's int8 digits (the split-bf16 query where a row's "
          "digits miss the budget), as dispatched otherwise",
-    perturbations=(
-        Perturbation("candidate-skipped", "the first candidate of every split skipped", lambda c: c["N"] > 0),
-        Perturbation("split-lost", "the last split left out of the merge", lambda c: c["T"] <= 16 and c["N"] > 64),
-        Perturbation("value-scale-before-accumulation", "value scale applied to v in FP16 before the accumulation "
-                     "(shows on the cases with extreme value scales)", lambda c: bool(c.get("vs_exp"))),
-    ),
+    perturbations=_SPARSE_PERTURBATIONS,
 ))
 
 register(Gate(

@@ -41,6 +41,19 @@ def _mma(a, b, acc, DOT_F32: tl.constexpr):
 
 
 @triton.jit
+def _value_tile(v, vs_row, PERTURB: tl.constexpr):
+    """A tile's value rows [BLOCK_N, HEAD_DIM] as bf16 (int8 codes exactly, by bits); PERTURB 3, the broken
+    variant, applies the value scale first, in FP16."""
+    if PERTURB == 3:
+        vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
+    elif v.dtype == tl.int8:
+        vb = int8_to_bf16(v)
+    else:
+        vb = v
+    return vb
+
+
+@triton.jit
 def _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT: tl.constexpr,
                  PERTURB: tl.constexpr, DOT_F32: tl.constexpr):
     """One candidate tile: scores from the split query, the online softmax in the scaled domain, P . V."""
@@ -58,12 +71,7 @@ def _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_S
     p = tl.exp2(ldexp(s - m_safe[:, None], E[:, None]) * LOG2E)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
-    if PERTURB == 3:
-        vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
-    elif v.dtype == tl.int8:
-        vb = int8_to_bf16(v)
-    else:
-        vb = v
+    vb = _value_tile(v, vs_row, PERTURB)
     p_hi = p.to(tl.bfloat16)
     acc = _mma(p_hi, vb, acc, DOT_F32)
     if PV_SPLIT:
@@ -124,12 +132,7 @@ def _attend_tile_swap(q_hiT, q_loT, q_l2T, q_l3T, k, v, valid, row_ok, m_i, l_i,
     p = tl.exp2(ldexp(s - m_safe[None, :], E[None, :]) * LOG2E)
     l_i = l_i * alpha + tl.sum(p, 0)
     accT = accT * alpha[None, :]
-    if PERTURB == 3:
-        vb = (v.to(tl.float32) * vs_row[None, :]).to(tl.float16).to(tl.float32).to(tl.bfloat16)
-    elif v.dtype == tl.int8:
-        vb = int8_to_bf16(v)
-    else:
-        vb = v
+    vb = _value_tile(v, vs_row, PERTURB)
     vbT = tl.trans(vb)
     p_hi = p.to(tl.bfloat16)
     accT = _mma(vbT, p_hi, accT, DOT_F32)
