@@ -23,3 +23,21 @@ def test_all_kernels_compile_for_sm90():
     # software-pipelined into shared memory (without the specialization nothing was, and registers differed)
     fwd = [x for x in results if x["name"].startswith("relbias_fwd D128 paged0") and "bm64" in x["name"]]
     assert fwd and all(x["shared"] >= 64 * 1024 for x in fwd), fwd
+
+
+def test_sass_census_counts_a_loop_and_its_tensor_core_instructions():
+    """compile_check --census: the sparse_int8 split kernel (D 64) has a candidate loop whose SASS holds the tile's
+    MMAs (two score products and two value products per tile, the hi / lo splits), and no loop is invented where a
+    kernel has none (the record writer)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = ("import json; from attnkit.testing.compile_check import compile_all; "
+            "print(json.dumps(compile_all(names=['sparse_int8 D64', 'mqa_write nvfp40'], log=lambda *a: None, "
+            "census=True)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = {x["name"].split()[0]: x for x in json.loads(r.stdout.strip().splitlines()[-1])}
+    loops = results["sparse_int8"]["loops"]
+    assert loops and all(lp["instructions"] >= 100 for lp in loops)
+    top = dict(loops[0]["top"])
+    assert top.get("HMMA", 0) > 0, top
+    assert results["mqa_write"]["loops"] == []
