@@ -14,9 +14,18 @@ Numerics   The folded query q' = q * key_scale * scale is formed from power-of-t
            tile enters the second MMA as a bf16 high part plus a residual (PV_SPLIT), so 0.5 +- 2^-14
            survive; bf16 has fp32's exponent range, so no probability underflows the tile. The value
            scale multiplies the fp32 accumulator after the accumulation.
+           QK_INT8 (swap-AB tiles only): the scores come instead from integer MMAs of the int8 codes against
+           four int8 digits of q'' (truncated toward zero; q'' to within 2^-27 of its row's largest element),
+           exact int32 sums scaled by powers of two; a program in which some row's digits could move a score
+           by more than QK_INT8_BUDGET nats (2^E_r * 128 * 2^-27 * sum of the remainders) runs the split-bf16
+           loop instead (the one fallback, chosen per program).
            The LSE is returned in fp32 and saturates to +-inf where the true one lies outside fp32.
+Loops      the hand-written prefetch (indices two tiles ahead; the rule except below), PIPE (the plain loop,
+           Triton's pipeliner), SWAP (swap-AB: candidates on the MMA's M side, the heads on N, O^T accumulated
+           and transposed once; the rule on the direct path at D = 256 over an int8 cache, with QK_INT8).
 Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config).
-Oracle     attnkit.reference.sparse_int8 (partials: sparse_int8_partials_ref); gate "sparse_int8/triton".
+Oracle     attnkit.reference.sparse_int8 (partials: sparse_int8_partials_ref); gates "sparse_int8/triton",
+           "sparse_int8/triton_other_loop", "sparse_int8/triton_swap_ab", "sparse_int8/triton_split1".
 PERTURB    1: the first candidate of every split skipped; 3: value scale applied to v before the
            accumulation, in FP16 (overflow above 65504, flush below 2^-24). (2, a split lost, is the
            merge's.)
