@@ -9,7 +9,6 @@ and it is never launched. Run: ``python benchmarks/experiments/gluon_mqa_decode_
 unset).
 """
 
-import inspect
 import sys
 
 import triton
@@ -83,25 +82,12 @@ def main():
     for lp in loops:
         print(f"  loop: {lp['instructions']} instructions per warp = {lp['instructions'] * 4} per 64 slots;",
               ", ".join(f"{o} {n}" for o, n in lp["top"]))
-    for name, fn, ptrs, constexprs, options in cc._variants():
-        if name != "mqa_swapab H16 block_n32 warps8 nvfp40":
-            continue
-        constexprs = dict(constexprs)
-        for prm in fn.params:
-            if prm.is_constexpr and prm.name not in constexprs and prm.default is not inspect.Parameter.empty:
-                constexprs[prm.name] = prm.default
-        tsig = {a: "constexpr" if a in constexprs else ptrs.get(a, "fp32" if a in cc.FLOATS else "i32")
-                for a in fn.arg_names}
-        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-                 if a not in constexprs and (a in ptrs or a.startswith("stride"))}
-        from triton.compiler import ASTSource
-        kt = triton.compile(ASTSource(fn=fn, signature=tsig, constexprs=constexprs, attrs=attrs), target=TARGET,
-                            options=options)
-        lp = cc.sass_loops(kt.asm["cubin"])[0]
-        print(f"triton kernel ({name}): {lp['instructions']} instructions per warp per 32 slots = "
-              f"{lp['instructions'] * options['num_warps'] * 2} per 64 slots;",
-              ", ".join(f"{o} {n}" for o, n in lp["top"]))
-
+    name = "mqa_swapab H16 block_n32 warps8 nvfp40"
+    kt, options = cc.compile_named(name)
+    lp = cc.sass_loops(kt.asm["cubin"])[0]
+    print(f"triton kernel ({name}): {lp['instructions']} instructions per warp per 32 slots = "
+          f"{lp['instructions'] * options['num_warps'] * 2} per 64 slots;",
+          ", ".join(f"{o} {n}" for o, n in lp["top"]))
 
 if __name__ == "__main__":
     main()

@@ -9,12 +9,10 @@ A sketch for counting only: no masks beyond the index, no budget fallback, no ex
 Run: ``python benchmarks/experiments/gluon_sparse_int8_tile_sm90.py`` (TRITON_INTERPRET unset).
 """
 
-import inspect
 import sys
 
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
@@ -99,24 +97,12 @@ def main():
     for lp in cc.sass_loops(k.asm["cubin"]):
         print(f"  loop: {lp['instructions']} instructions per warp = {lp['instructions'] * 4} per 64 candidates;",
               ", ".join(f"{o} {n}" for o, n in lp["top"]))
-    for name, fn, ptrs, constexprs, options in cc._variants():
-        if name != "sparse_int8 D256 direct1 i8 bn64 w4 s2 swap_ab qk_int8":
-            continue
-        constexprs = dict(constexprs)
-        for prm in fn.params:
-            if prm.is_constexpr and prm.name not in constexprs and prm.default is not inspect.Parameter.empty:
-                constexprs[prm.name] = prm.default
-        tsig = {a: "constexpr" if a in constexprs else ptrs.get(a, "fp32" if a in cc.FLOATS else "i32")
-                for a in fn.arg_names}
-        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-                 if a not in constexprs and (a in ptrs or a.startswith("stride"))}
-        kt = triton.compile(ASTSource(fn=fn, signature=tsig, constexprs=constexprs, attrs=attrs), target=TARGET,
-                            options=options)
-        lp = cc.sass_loops(kt.asm["cubin"])[0]
-        print(f"triton rule kernel ({name}), integer-score loop: {lp['instructions']} instructions per warp = "
-              f"{lp['instructions'] * options['num_warps']} per 64 candidates;",
-              ", ".join(f"{o} {n}" for o, n in lp["top"]))
-
+    name = "sparse_int8 D256 direct1 i8 bn64 w4 s2 swap_ab qk_int8"
+    kt, options = cc.compile_named(name)
+    lp = cc.sass_loops(kt.asm["cubin"])[0]
+    print(f"triton rule kernel ({name}), integer-score loop: {lp['instructions']} instructions per warp = "
+          f"{lp['instructions'] * options['num_warps']} per 64 candidates;",
+          ", ".join(f"{o} {n}" for o, n in lp["top"]))
 
 if __name__ == "__main__":
     main()

@@ -95,15 +95,15 @@ def _variants():
                     dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",
                          CU_NEW="*i32", SEQUSED="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32", V_SCALE="*fp32"),
                     dict(HEAD_DIM=128, PAGE=64, FP8=fp8, BSEARCH_STEPS=7, OFF_BY_ONE=0), {}))
+    sparse_ptr = lambda cdt: dict(Q="*bf16", KC=f"*{cdt}", VC=f"*{cdt}", KS="*fp32", VS="*fp32", IDX="*i32",  # noqa: E731
+                                  M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32")
     for D, T, pv, cdt in ((256, 2048, True, "i8"), (256, 1, True, "i8"), (256, 8, True, "i8"), (64, 1, False, "i8"),
                           (128, 2048, True, "i8"), (256, 1, True, "bf16")):
-        sp = sparse_plan(T, 2, 12, 2048, 132, None, D)
         sp = sparse_plan(T, 2, 12, 2048, 132, None, D, int8_cache=cdt == "i8")
         out.append((f"sparse_int8 D{D} direct{int(sp.direct)} {cdt} bn{sp.block_n} w{sp.num_warps} s{sp.num_stages}"
                     + (" swap_ab" if sp.swap_ab else "") + (" qk_int8" if sp.qk_int8 else ""),
                     sparse_int8_kernel,
-                    dict(Q="*bf16", KC=f"*{cdt}", VC=f"*{cdt}", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
-                         L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
+                    sparse_ptr(cdt),
                     dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=sp.block_r, BLOCK_N=sp.block_n, DIRECT=sp.direct,
                          PV_SPLIT=pv, PREFETCH=False, PERTURB=0, DOT_F32=False, SWAP=sp.swap_ab,
                          QK_INT8=sp.qk_int8), dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
@@ -111,8 +111,7 @@ def _variants():
         sp = sparse_plan(T, 2, 12, 2048, 132, None, 256, swap_ab=True, qk_int8=q8)
         out.append((f"sparse_int8 D256 direct{int(sp.direct)} i8 bn64 w{sp.num_warps} swap_ab" + (" qk_int8" if q8 else ""),
                     sparse_int8_kernel,
-                    dict(Q="*bf16", KC="*i8", VC="*i8", KS="*fp32", VS="*fp32", IDX="*i32", M_OUT="*fp32",
-                         L_OUT="*fp32", ACC_OUT="*fp32", E_OUT="*i32", OUT="*bf16", LSE="*fp32"),
+                    sparse_ptr("i8"),
                     dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=sp.block_r, BLOCK_N=64, DIRECT=sp.direct,
                          PV_SPLIT=True, PREFETCH=False, PERTURB=0, DOT_F32=False, SWAP=True, QK_INT8=q8),
                     dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
@@ -180,38 +179,51 @@ def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
     return loops
 
 
-def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
-        raise RuntimeError("compile_check needs TRITON_INTERPRET unset (the interpreter replaces the kernels)")
+def compile_variant(fn, ptrs, constexprs, options, arch: int = 90):
+    """One variant (as _variants lists them) compiled for sm_<arch>, as its launcher would compile it."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    sig = {}
+    constexprs = dict(constexprs)
+    for prm in fn.params:  # a constexpr parameter left to its default is compiled with that default, as a
+        # launch that omits it would be (not as a runtime integer with every branch kept)
+        if prm.is_constexpr and prm.name not in constexprs and prm.default is not inspect.Parameter.empty:
+            constexprs[prm.name] = prm.default
+    for a in fn.arg_names:
+        if a in constexprs:
+            sig[a] = "constexpr"
+        elif a in ptrs:
+            sig[a] = ptrs[a]
+        else:
+            sig[a] = "fp32" if a in FLOATS else "i32"
+    # what the launcher specializes at run time: 16-byte-aligned pointers and strides that are multiples
+    # of 16 carry tt.divisibility = 16 (without it loads do not vectorize and the software pipeliner
+    # does not issue async copies, so registers, spills and shared memory would not be the launched ones)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+             if a not in constexprs and (a in ptrs or a.startswith("stride"))}
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
+                          target=GPUTarget("cuda", arch, 32), options=options)
+
+
+def compile_named(name: str, arch: int = 90):
+    """(the compiled kernel, its launch options) of the variant called `name` in _variants."""
+    for n, fn, ptrs, constexprs, options in _variants():
+        if n == name:
+            return compile_variant(fn, ptrs, constexprs, options, arch), options
+    raise KeyError(name)
+
+
+def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        raise RuntimeError("compile_check needs TRITON_INTERPRET unset (the interpreter replaces the kernels)")
     results = []
     for name, fn, ptrs, constexprs, options in _variants():
         if names and not any(n in name for n in names):
             continue
-        sig = {}
-        constexprs = dict(constexprs)
-        for prm in fn.params:  # a constexpr parameter left to its default is compiled with that default, as a
-            # launch that omits it would be (not as a runtime integer with every branch kept)
-            if prm.is_constexpr and prm.name not in constexprs and prm.default is not inspect.Parameter.empty:
-                constexprs[prm.name] = prm.default
-        for a in fn.arg_names:
-            if a in constexprs:
-                sig[a] = "constexpr"
-            elif a in ptrs:
-                sig[a] = ptrs[a]
-            else:
-                sig[a] = "fp32" if a in FLOATS else "i32"
-        # what the launcher specializes at run time: 16-byte-aligned pointers and strides that are multiples
-        # of 16 carry tt.divisibility = 16 (without it loads do not vectorize and the software pipeliner
-        # does not issue async copies, so registers, spills and shared memory would not be the launched ones)
-        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-                 if a not in constexprs and (a in ptrs or a.startswith("stride"))}
         t0 = time.time()
-        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
-                           target=GPUTarget("cuda", arch, 32), options=options)
+        k = compile_variant(fn, ptrs, constexprs, options, arch)
         md = k.metadata
         rec = dict(name=name, seconds=round(time.time() - t0, 1), num_warps=md.num_warps,
                    shared=getattr(md, "shared", None), cubin_bytes=len(k.asm.get("cubin", b"")),
