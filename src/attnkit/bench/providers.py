@@ -61,8 +61,12 @@ PROVIDERS: dict[str, list[Provider]] = {
     "mqa_decode": [
         Provider("attnkit_headpad", "mqa_decode", "ours", "attnkit head-padded decode (attention only)",
                  lambda inp: _mqa_ours(inp, "headpad")),
-        Provider("attnkit_swapab", "mqa_decode", "ours", "attnkit swap-AB decode (attention only; H 16 / 32)",
+        Provider("attnkit_swapab", "mqa_decode", "ours", "attnkit swap-AB decode (attention only; H 16 / 32; the "
+                 "Gluon kernel on sm_90, else Triton)",
                  lambda inp: _mqa_ours(inp, "swapab"), applies=lambda c: c["H"] in (16, 32)),
+        Provider("attnkit_swapab_triton", "mqa_decode", "ours", "attnkit swap-AB decode, the Triton kernel "
+                 "(attention only; H 16 / 32)",
+                 lambda inp: _mqa_ours(inp, "swapab", gluon=False), applies=lambda c: c["H"] in (16, 32)),
         Provider("attnkit_insert", "mqa_decode", "ours", "attnkit record writer: the step's T new tokens into the "
                  "window cache (a step = this + attention)", lambda inp: _mqa_insert(inp),
                  floor_bytes=lambda c: c["T"] * (512 * 2 + 8 + 8 + 64 * 4 + 528)),
@@ -111,12 +115,12 @@ def _sparse_ours(inp, bf16_cache=False, **extra):
     return lambda: sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, validate=False, **extra)
 
 
-def _mqa_ours(inp, kernel):
+def _mqa_ours(inp, kernel, **extra):
     from ..mqa_decode import mqa_decode_attention
     args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
             inp["cos_sin"], inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"])
-    mqa_decode_attention(*args, kernel=kernel)  # validate once, here
-    return lambda: mqa_decode_attention(*args, kernel=kernel, validate=False)
+    mqa_decode_attention(*args, kernel=kernel, **extra)  # validate once, here
+    return lambda: mqa_decode_attention(*args, kernel=kernel, validate=False, **extra)
 
 
 def _mqa_insert(inp):

@@ -93,7 +93,8 @@ def _ours_cell(cr: dict, kinds: dict, case_id: str, family: str) -> str:
 # per family: (numerator, denominator, column title): paired ratios that carry a family's claim
 KEY_RATIOS = {
     "mqa_decode": (("attnkit_headpad", "attnkit_swapab", "head-padded ÷ swap-AB, attention (paired)"),
-                   ("attnkit_step_headpad", "attnkit_step_swapab", "head-padded ÷ swap-AB, step (paired)")),
+                   ("attnkit_step_headpad", "attnkit_step_swapab", "head-padded ÷ swap-AB, step (paired)"),
+                   ("attnkit_swapab_triton", "attnkit_swapab", "Triton ÷ Gluon swap-AB, attention (paired)")),
     "sparse_int8": (("attnkit", "attnkit_bf16_cache", "INT8 ÷ bf16 cache (paired)"),),
 }
 

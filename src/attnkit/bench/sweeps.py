@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .providers import Provider, _relbias_ours, _sparse_ours
+from .providers import Provider, _mqa_ours, _relbias_ours, _sparse_ours
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,16 @@ SWEEPS: dict[str, Sweep] = {
     )),
 }
 
-_CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours}
+SWEEPS["mqa-gluon"] = Sweep(
+    "mqa_decode", "swap-AB in Gluon (64-slot tiles, one warpgroup, each value decoded once) against the Triton "
+    "swap-AB and head-padded kernels; the Gluon kernel with and without the next tile's slot ids prefetched",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16, 32, 64)),
+    (("headpad", dict(kernel="headpad")),
+     ("triton", dict(kernel="swapab", gluon=False)),
+     ("gluon", dict(kernel="swapab", gluon=True, gluon_prefetch=True)),
+     ("gluon-noprefetch", dict(kernel="swapab", gluon=True, gluon_prefetch=False))))
+
+_CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours, "mqa_decode": _mqa_ours}
 
 
 def sweep_providers(name: str) -> list[Provider]:

@@ -30,7 +30,7 @@ class Gate:
     subject: Callable  # (inp, perturb) -> (out, lse | None)
     what: str
     perturbations: tuple = field(default_factory=tuple)
-    needs: str = "any"  # "any": CPU (interpreter / eager) or GPU; "cuda": GPU only
+    needs: str = "any"  # "any": CPU (interpreter / eager) or GPU; "cuda": GPU only; "sm90": Hopper GPU only (Gluon)
     out_dtype: torch.dtype = torch.bfloat16
     wants_case: bool = False  # subject(inp, perturb, case=case)
     applies: Callable = lambda case: True  # noqa: E731  (cases of the groups this gate takes)
@@ -43,8 +43,12 @@ class Gate:
         return self.subject(inp, perturb, case=case) if self.wants_case else self.subject(inp, perturb)
 
     def available(self, device: str):
-        if self.needs == "cuda" and device != "cuda":
+        if self.needs in ("cuda", "sm90") and device != "cuda":
             return False, "needs a CUDA GPU"
+        if self.needs == "sm90":
+            from ..mqa_decode.config import gluon_runs
+            if not gluon_runs(torch.device("cuda")):
+                return False, "needs an sm_90 GPU (a Gluon kernel)"
         return True, ""
 
 

@@ -296,9 +296,22 @@ register(Gate(
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),
     applies=lambda c: c["H"] in (16, 32),
-    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab"),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=False),
     what="kernel: Triton swap-AB decode (slots on M, the 16 or 32 live heads on N), same merge and RoPE as "
          "the head-padded kernel",
+    perturbations=_MQA_PERTURBATIONS,
+))
+
+
+register(Gate(
+    name="mqa_decode/gluon_swapab",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True),
+    what="kernel: Gluon swap-AB decode for sm_90 (64-slot tiles, each record value decoded once into shared "
+         "memory, warpgroup MMAs), same partials, merge and RoPE as the Triton swap-AB kernel",
+    needs="sm90",
     perturbations=_MQA_PERTURBATIONS,
 ))
 

@@ -43,11 +43,12 @@ RESIDENT_PROGRAMS_PER_SM = 1
 PROLOGUE_TILES = 1
 
 
-def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_splits: int | None) -> tuple[int, int]:
+def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_splits: int | None,
+            resident: int = RESIDENT_PROGRAMS_PER_SM) -> tuple[int, int]:
     """(splits, tiles per split): the split count whose launch takes the fewest program-waves of work (ties:
     fewer splits, so less to merge); an explicit num_splits overrides the rule."""
     if num_splits is None:
-        slots = max(1, RESIDENT_PROGRAMS_PER_SM * sm_count)
+        slots = max(1, resident * sm_count)
         best = None
         for s in range(1, tiles + 1):
             per = -(-tiles // s)
@@ -106,12 +107,46 @@ class SwapabPlan:
     num_splits: int
     slots_per_split: int
     num_warps: int
+    gluon: bool = False  # the Gluon kernel (kernel_swapab_gluon) instead of the Triton one
+
+
+# The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
+# It runs on sm_90 only (warpgroup MMAs; Gluon has no interpreter). Default (None): used wherever it runs.
+SWAPAB_GLUON = Switch("gluon", "ATTNKIT_MQA_GLUON", None,
+                      "the swap-AB kernel in Gluon (sm_90 GPUs only) instead of the Triton kernel; default: Gluon "
+                      "wherever it runs")
+GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
+                        "Gluon swap-AB kernel: load the next tile's slot ids before the current tile's records")
+# 255 registers x 128 threads and 84 / 103 KB of shared memory (16 / 32 heads, compile_check): two resident
+# programs per SM
+GLUON_RESIDENT_PROGRAMS_PER_SM = 2
+
+
+def gluon_runs(device) -> bool:
+    """Whether the Gluon swap-AB kernel can run on `device` (a CUDA sm_90 GPU, not the interpreter)."""
+    import os
+
+    import torch
+    if os.environ.get("TRITON_INTERPRET", "0") == "1" or getattr(device, "type", device) != "cuda":
+        return False
+    if torch.cuda.get_device_capability(device) != (9, 0):
+        return False
+    try:
+        import triton.experimental.gluon  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
-                block_n: int | None = None) -> SwapabPlan:
-    """Tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with 64 the
-    sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check)."""
+                block_n: int | None = None, gluon: bool = False) -> SwapabPlan:
+    """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
+    64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
+    Gluon: 64-slot tiles (one warpgroup's MMA M), 4 warps, two resident programs per SM."""
+    if gluon:
+        tiles = max(1, -(-n_slots // 64))
+        splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT_PROGRAMS_PER_SM)
+        return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=4, gluon=True)
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

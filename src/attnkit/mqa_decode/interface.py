@@ -59,7 +59,8 @@ LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in 
 def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
-    return (kernel, H, plan.block_n, getattr(plan, "out_dc", 512), plan.num_warps, fmt)
+    return (kernel + ("_gluon" if getattr(plan, "gluon", False) else ""), H, plan.block_n, getattr(plan, "out_dc", 512),
+            plan.num_warps, fmt)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -68,11 +69,15 @@ PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sin
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
-                         swapab_per_format=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         swapab_per_format=None, gluon=None, gluon_prefetch=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
-    "swapab" (slots on M, H in {16, 32}). swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default
+    "swapab" (slots on M, H in {16, 32}). gluon (else ``ATTNKIT_MQA_GLUON``): the swap-AB kernel in Gluon
+    (sm_90 GPUs; each record value decoded once) instead of Triton; default: Gluon wherever it runs.
+    gluon_prefetch (else ``ATTNKIT_MQA_GLUON_PREFETCH``, default on): the Gluon kernel loads the next tile's slot
+    ids before the current tile's records.
+    swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default
     off): the rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff
     over both formats. num_splits: slot-list splits per token (default: the split rule);
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
@@ -119,7 +124,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import interpreting
-    from .config import DIAG_ABLATE, SWAPAB_HEADS, SWAPAB_PER_FORMAT, headpad_plan, swapab_plan, use_swapab
+    from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, gluon_runs, headpad_plan,
+                         swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     if kernel is None:
         kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format)) else "headpad"
@@ -140,8 +146,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if T == 0:
         return (out, lse.view(T, H), o32) if _return_fp32 else (out, lse.view(T, H))
     common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
+    use_gluon = SWAPAB_GLUON.resolve(gluon)
+    prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
+    runs = gluon_runs(dev)
+    require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
+            "interpreter)")
     if kernel == "swapab":
-        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type)
+        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=runs if use_gluon is None else use_gluon)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
@@ -165,7 +176,11 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
-    if kernel == "swapab":
+    if kernel == "swapab" and plan.gluon:
+        from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
+        mqa_swapab_gluon_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, NVFP4=common["NVFP4"],
+                                        PERTURB=common["PERTURB"], PREFETCH=prefetch, num_warps=plan.num_warps)
+    elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()
         if ablate:
@@ -199,24 +214,30 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
 
 
 def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int = 128, topk: int = 512,
-                         kernel=None, comp_format: str = "fp8", swapab_per_format=None) -> torch.Tensor:
+                         kernel=None, comp_format: str = "fp8", swapab_per_format=None, gluon=None) -> torch.Tensor:
     """The split partials buffer for steps of up to ``max_tokens`` tokens of a layer (fixed H, list lengths),
     to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture)."""
-    from .config import SWAPAB_PER_FORMAT, headpad_plan, swapab_plan, use_swapab
+    from .config import SWAPAB_GLUON, SWAPAB_PER_FORMAT, gluon_runs, headpad_plan, swapab_plan, use_swapab
     dev = torch.device(device)
+    use_gluon = SWAPAB_GLUON.resolve(gluon)
+    use_gluon = gluon_runs(dev) if use_gluon is None else use_gluon
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 132
     need = 0
     for T in range(1, max_tokens + 1):
         k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format))
                        else "headpad")
-        plan = (swapab_plan if k == "swapab" else headpad_plan)(T, num_heads, window + topk, sm, None, dev.type)
+        if k == "swapab":
+            plan = swapab_plan(T, num_heads, window + topk, sm, None, dev.type, gluon=use_gluon)
+        else:
+            plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
     return torch.empty(need, dtype=torch.float32, device=dev)
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
-                      max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None) -> set:
+                      max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
+                      gluon=None) -> set:
     """Compile the attention kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -235,6 +256,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
         n0 = len(LAUNCHED_KEYS)
         mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
-                             validate=False, swapab_per_format=swapab_per_format)
+                             validate=False, swapab_per_format=swapab_per_format, gluon=gluon)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

@@ -129,6 +129,12 @@ def _variants():
         for H, bn, w in ((16, 64, 8), (32, 64, 8), (16, 32, 8), (32, 32, 8), (16, 32, 4), (32, 32, 4)):
             out.append((f"mqa_swapab H{H} block_n{bn} warps{w} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
                         dict(H=H, BLOCK_N=bn, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=w)))
+    from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
+    for nv in (False, True):
+        for H in (16, 32):
+            for pf in (True, False):
+                out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} prefetch{int(pf)}", mqa_swapab_gluon_kernel,
+                            mqa_ptr, dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=pf), dict(num_warps=4)))
     out.append(("mqa_merge", mqa_merge_kernel,
                 dict(M="*fp32", L="*fp32", ACC="*fp32", SINK="*fp32", POS="*i64", COS_SIN="*fp32", OUT="*bf16",
                      LSE="*fp32", O32="*fp32"), dict(BLOCK_S=32, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False),
@@ -203,7 +209,10 @@ def compile_variant(fn, ptrs, constexprs, options, arch: int = 90):
     # does not issue async copies, so registers, spills and shared memory would not be the launched ones)
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
              if a not in constexprs and (a in ptrs or a.startswith("stride"))}
-    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
+    source = ASTSource
+    if getattr(fn, "is_gluon", lambda: False)():  # a Gluon kernel compiles from its own AST source
+        from triton.experimental.gluon._runtime import GluonASTSource as source
+    return triton.compile(source(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                           target=GPUTarget("cuda", arch, 32), options=options)
 
 

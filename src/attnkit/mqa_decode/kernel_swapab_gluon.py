@@ -1,0 +1,203 @@
+"""mqa_decode swap-AB kernel for Hopper (sm_90) in Gluon: each record value decoded once, both products on
+warpgroup MMAs reading the decoded tile from shared memory.
+
+Computes   the same partials as kernel_swapab.mqa_swapab_kernel (its interpreter twin: same arguments, same
+           partial layout, same numerics): per token t and split s, S^T [slots, H] = KV . Q_rot^T, the softmax
+           down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc).
+Why        Triton loads and decodes the record tile once per MMA operand layout, and its mma v2 layout holds
+           each value in two warps (docs/mqa_decode.md, the instruction census). Here the layouts are explicit:
+           one warpgroup loads the raw record bytes of a 64-slot tile in a blocked layout (16 bytes per thread per
+           load), decodes each value once, stores the bf16 tile to shared memory, and both warpgroup MMAs read
+           it there (the value product through a transposed view). The next tile's raw bytes are loaded into
+           registers before the current tile's records (PREFETCH), so one level of the gather's latency overlaps.
+Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, page_size, stride] uint8;
+           swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32);
+           num_warps = 4 (one warpgroup), BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16.
+Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
+           from its bits, byte 0 = 2^-127; e2m1 from its bits times the e4m3 scale), fp32 accumulation, softmax in
+           fp32 in the natural-log domain scaled by log2(e) after the maximum is subtracted: as the twin.
+Runs       CUDA sm_90 only (Gluon has no interpreter): the tests run the twin in the interpreter and this kernel
+           on the GPU (gate "mqa_decode/gluon_swapab").
+PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads its neighbour's scale.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
+
+LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
+NUM_WARPS = 4
+BLOCK_N = 64
+
+
+@gluon.jit
+def _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N: gl.constexpr, PERTURB: gl.constexpr, rows_l: gl.constexpr):
+    """Slot ids of list positions p0 .. p0 + BLOCK_N (bounded by p1) and their validity; PERTURB 1 (the
+    deliberately wrong variant) drops the tile that starts at `first`."""
+    n = p0 + gl.arange(0, BLOCK_N, layout=rows_l)
+    in_range = n < p1
+    if PERTURB == 1:
+        in_range = in_range & (p0 != first)
+    slot = gl.load(IDX_ROW + n, mask=in_range, other=-1)
+    return slot, in_range & (slot >= 0)
+
+
+@gluon.jit
+def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                  PERTURB: gl.constexpr, L3: gl.constexpr):
+    """Load, decode (exactly, into bf16) and store dims 128 c .. 128 c + 127 of the tile's records (rec [BLOCK_N]
+    record pointers, rows masked by ok): [BLOCK_N, 8, 16] fp8 codes (16 per thread, two groups per 32-dim
+    block) or [BLOCK_N, 8, 8] e2m1 byte pairs (one 16-dim block per group), and one scale byte per group."""
+    g = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))
+    rp = rec[:, None, None]
+    m3 = ok[:, None, None]
+    m2 = ok[:, None]
+    if NVFP4:
+        e = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+        b = gl.load(rp + (c * 64 + g[None, :, None] * 8 + e[None, None, :]), mask=m3, other=0)
+        blk = c * 8 + g
+        if PERTURB == 2:  # the deliberately wrong variant: each block reads its neighbour's scale
+            blk = (blk + 1) % 32
+        s = gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0)
+        sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 16384.0)[:, :, None]  # e2m1 below is value x 2^-14
+        bi = b.to(gl.int32)
+        lo = _e2m1_f16_bits(bi & 0xF).to(gl.float16, bitcast=True).to(gl.float32) * sc
+        hi = _e2m1_f16_bits(bi >> 4).to(gl.float16, bitcast=True).to(gl.float32) * sc
+        x = gl.reshape(gl.join(lo.to(gl.bfloat16), hi.to(gl.bfloat16)), [BLOCK_N, 128])  # dim 2k: low nibble
+    else:
+        e = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+        b = gl.load(rp + (c * 128 + g[None, :, None] * 16 + e[None, None, :]), mask=m3, other=0)
+        blk = c * 4 + g // 2
+        if PERTURB == 2:
+            blk = (blk + 1) % 16
+        sb = gl.load(rec[:, None] + 512 + blk[None, :], mask=m2, other=0).to(gl.int32)
+        # 2^(byte - 127) from the bits; byte 0 is 2^-127, an fp32 subnormal
+        sc = gl.where(sb == 0, 5.877471754111438e-39, (sb << 23).to(gl.float32, bitcast=True))
+        x = gl.reshape((b.to(gl.float8e4nv, bitcast=True).to(gl.float32) * sc[:, :, None]).to(gl.bfloat16),
+                       [BLOCK_N, 128])
+    kv_smem.slice(c * 128, 128, dim=1).store(x)
+
+
+@gluon.jit
+def _e2m1_f16_bits(nib):
+    """An e2m1 code (4 bits) as the int16 bits of an fp16 equal to its value times 2^-14: the magnitude's three
+    bits land on the exponent's two lowest bits and the mantissa's highest (0.5 = the fp16 subnormal 2^-15)."""
+    return (((nib & 7) << 9) | ((nib & 8) << 12)).to(gl.int16)
+
+
+@gluon.jit
+def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
+               NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr):
+    rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
+    _decode_chunk(rec, ok, kv_smem, 0, BLOCK_N, NVFP4, PERTURB, L3)
+    _decode_chunk(rec, ok, kv_smem, 1, BLOCK_N, NVFP4, PERTURB, L3)
+    _decode_chunk(rec, ok, kv_smem, 2, BLOCK_N, NVFP4, PERTURB, L3)
+    _decode_chunk(rec, ok, kv_smem, 3, BLOCK_N, NVFP4, PERTURB, L3)
+    fence_async_shared()
+    gl.thread_barrier()
+    H: gl.constexpr = q_smem.shape[1]
+    s = warpgroup_mma(kv_smem, q_smem, gl.zeros([BLOCK_N, H], gl.float32, layout=s_l))
+    ok_s = gl.convert_layout(ok, gl.SliceLayout(1, s_l))
+    s = gl.where(ok_s[:, None], s * sm_scale, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 0))
+    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+    p = gl.exp2((s - m_safe[None, :]) * LOG2E)
+    alpha = gl.exp2((m_i - m_safe) * LOG2E)
+    l_i = l_i * alpha + gl.sum(p, 0)
+    acc = acc * alpha[None, :]
+    p_smem.store(p.to(gl.bfloat16))
+    fence_async_shared()
+    gl.thread_barrier()
+    acc = warpgroup_mma(kv_smem.permute((1, 0)), p_smem, acc)
+    gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
+    return m_new, l_i, acc
+
+
+@gluon.jit
+def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
+               BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
+               L3: gl.constexpr, s_l: gl.constexpr):
+    rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
+    if PREFETCH:  # the next tile's slot ids are loaded before this tile's records (masked past the end)
+        slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, BLOCK_N, PERTURB, rows_l)
+        for p0 in range(p_start, p_end, BLOCK_N):
+            slot_n, ok_n = _tile_slots(IDX_ROW, p0 + BLOCK_N, p_end, first, BLOCK_N, PERTURB, rows_l)
+            m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l)
+            slot = slot_n
+            ok = ok_n
+    else:
+        for p0 in range(p_start, p_end, BLOCK_N):
+            slot, ok = _tile_slots(IDX_ROW, p0, p_end, first, BLOCK_N, PERTURB, rows_l)
+            m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l)
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def mqa_swapab_gluon_kernel(
+    Q, POS, COS_SIN, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
+    sm_scale, W, K, slots_per_split,
+    stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
+    H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
+):
+    gl.static_assert(BLOCK_N == 64, "one warpgroup: 64 slots per tile")
+    gl.static_assert(gl.num_warps() == 4, "one warpgroup")
+    if NVFP4:
+        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [4, 1, 1], [2, 1, 0])
+    else:
+        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [4, 1, 1], [2, 1, 0])
+    L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [4, 1, 1], [2, 1, 0])
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, H, 16])
+    kv_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
+    q_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
+    p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
+    q_ld: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, 4], [0, 1])  # [dims, H]: 8 dims x 1 head per thread
+
+    t = gl.program_id(0)
+    split = gl.program_id(1)
+    pos = gl.load(POS + t).to(gl.int64)
+    # the query of token t as Q^T [512, H] bf16 in shared memory, its last 64 dims rotated in fp32 at pos (pairs
+    # (2i, 2i+1), cos_sin row = 32 cos then 32 sin); filled in row blocks 0-255, 256-383, 384-447, 448-511 so
+    # that few values are live at once
+    h = gl.arange(0, H, layout=gl.SliceLayout(0, q_ld))[None, :]
+    base = Q + t.to(gl.int64) * stride_qt + h * stride_qh
+    q_smem = gl.allocate_shared_memory(gl.bfloat16, [512, H], q_sl)
+    d = gl.arange(0, 256, layout=gl.SliceLayout(1, q_ld))[:, None]
+    q_smem.slice(0, 256, dim=0).store(gl.load(base + d))
+    d = 256 + gl.arange(0, 128, layout=gl.SliceLayout(1, q_ld))[:, None]
+    q_smem.slice(256, 128, dim=0).store(gl.load(base + d))
+    d = 384 + gl.arange(0, 64, layout=gl.SliceLayout(1, q_ld))[:, None]
+    q_smem.slice(384, 64, dim=0).store(gl.load(base + d))
+    d = 448 + gl.arange(0, 64, layout=gl.SliceLayout(1, q_ld))[:, None]
+    x = gl.load(base + d).to(gl.float32)
+    partner = gl.load(base + (d ^ 1)).to(gl.float32)
+    i = (d - 448) // 2 + 0 * h
+    c = gl.load(COS_SIN + pos * 64 + i)
+    sn = gl.load(COS_SIN + pos * 64 + 32 + i)
+    # even d: x c - x' s; odd d: x' s + x c (x' the pair's other member)
+    q_smem.slice(448, 64, dim=0).store((x * c + gl.where(d % 2 == 0, -partner, partner) * sn).to(gl.bfloat16))
+    kv_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 512], kv_sl)
+    p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
+
+    n0 = split * slots_per_split
+    n1 = gl.minimum(n0 + slots_per_split, W + K)
+    w1 = gl.minimum(n1, W)
+    c0 = gl.maximum(n0, W) - W
+    c1 = n1 - W
+    m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
+    l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
+    acc = gl.zeros([512, H], gl.float32, layout=s_l)  # O^T
+    swa_row = SWA_IDX + t.to(gl.int64) * stride_wt
+    m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, m_i, l_i, acc,
+                               sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l)
+    comp_row = COMP_IDX + t.to(gl.int64) * stride_kt
+    first_c = gl.where(n0 >= W, c0, -1)
+    m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem, m_i, l_i, acc,
+                               sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l)
+    hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
+    row0 = t.to(gl.int64) * H
+    gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
+    gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
+    do = gl.arange(0, 512, layout=gl.SliceLayout(1, s_l))
+    gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (hs[None, :] * 512 + do[:, None]), acc)
