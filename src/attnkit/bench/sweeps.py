@@ -286,8 +286,10 @@ SWEEPS["mqa-gluon"] = Sweep(
     tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16, 32, 64)),
     (("headpad", dict(kernel="headpad")),
      ("triton", dict(kernel="swapab", gluon=False)),
-     ("gluon", dict(kernel="swapab", gluon=True, gluon_prefetch=True)),
-     ("gluon-noprefetch", dict(kernel="swapab", gluon=True, gluon_prefetch=False))))
+     ("gluon-w4", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_fused=False)),
+     ("gluon-w8", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False)),
+     ("gluon-w4-fused", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_fused=True)),
+     ("gluon-w8-fused", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=True))))
 
 _CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours, "mqa_decode": _mqa_ours}
 

@@ -108,6 +108,7 @@ class SwapabPlan:
     slots_per_split: int
     num_warps: int
     gluon: bool = False  # the Gluon kernel (kernel_swapab_gluon) instead of the Triton one
+    fused_merge: bool = False  # Gluon: the token's last program merges the splits (no merge launch)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -117,9 +118,14 @@ SWAPAB_GLUON = Switch("gluon", "ATTNKIT_MQA_GLUON", None,
                       "wherever it runs")
 GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
                         "Gluon swap-AB kernel: load the next tile's slot ids before the current tile's records")
-# 255 registers x 128 threads and 84 / 103 KB of shared memory (16 / 32 heads, compile_check): two resident
-# programs per SM
-GLUON_RESIDENT_PROGRAMS_PER_SM = 2
+GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
+                        "warps per Gluon swap-AB program: 4 (one warpgroup) or 8 (two: they split the heads of the "
+                        "score product and the output dims of the value product, and the decode)")
+GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", True,
+                     "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch)")
+# Resident programs per SM (compile_check, sm_90): 4 warps: 255 registers x 128 threads and 84 / 103 KB of shared
+# memory (16 / 32 heads): two; 8 warps: 184-255 registers x 256 threads: one
+GLUON_RESIDENT = {4: 2, 8: 1}
 
 
 def gluon_runs(device) -> bool:
@@ -139,14 +145,19 @@ def gluon_runs(device) -> bool:
 
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
-                block_n: int | None = None, gluon: bool = False) -> SwapabPlan:
+                block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
+                fused_merge: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
-    Gluon: 64-slot tiles (one warpgroup's MMA M), 4 warps, two resident programs per SM."""
+    Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
     if gluon:
+        warps = GLUON_WARPS.resolve(gluon_warps)
+        if warps not in (4, 8):
+            raise ValueError(f"gluon_warps: must be 4 or 8, got {warps}")
         tiles = max(1, -(-n_slots // 64))
-        splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT_PROGRAMS_PER_SM)
-        return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=4, gluon=True)
+        splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[warps])
+        return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=warps, gluon=True,
+                          fused_merge=GLUON_FUSED.resolve(fused_merge))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -59,7 +59,8 @@ LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in 
 def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
-    return (kernel + ("_gluon" if getattr(plan, "gluon", False) else ""), H, plan.block_n, getattr(plan, "out_dc", 512),
+    gl = ("_gluon" + ("_fused" if plan.fused_merge else "")) if getattr(plan, "gluon", False) else ""
+    return (kernel + gl, H, plan.block_n, getattr(plan, "out_dc", 512),
             plan.num_warps, fmt)
 
 
@@ -69,14 +70,17 @@ PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sin
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
-                         swapab_per_format=None, gluon=None, gluon_prefetch=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
+                         _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
     "swapab" (slots on M, H in {16, 32}). gluon (else ``ATTNKIT_MQA_GLUON``): the swap-AB kernel in Gluon
     (sm_90 GPUs; each record value decoded once) instead of Triton; default: Gluon wherever it runs.
     gluon_prefetch (else ``ATTNKIT_MQA_GLUON_PREFETCH``, default on): the Gluon kernel loads the next tile's slot
-    ids before the current tile's records.
+    ids before the current tile's records. gluon_warps (else ``ATTNKIT_MQA_GLUON_WARPS``): 4 or 8 warps per Gluon
+    program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
+    each token's splits itself (its last program to finish), so the step is one launch.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default
     off): the rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff
     over both formats. num_splits: slot-list splits per token (default: the split rule);
@@ -152,25 +156,30 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
             "interpreter)")
     if kernel == "swapab":
-        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=runs if use_gluon is None else use_gluon)
+        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=runs if use_gluon is None else use_gluon,
+                           gluon_warps=gluon_warps, fused_merge=gluon_fused)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
+    fused = kernel == "swapab" and plan.gluon and plan.fused_merge
     if workspace is None:
         m = torch.empty((S, R), dtype=torch.float32, device=dev)
         l = torch.empty_like(m)
         acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
+        count = torch.zeros(T, dtype=torch.int32, device=dev) if fused else m
     else:
         a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
         need = a0 + S * R * MQA_DIM
         require(isinstance(workspace, torch.Tensor) and workspace.dtype == torch.float32 and workspace.dim() == 1
-                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need
+                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need + T
                 and workspace.data_ptr() % 16 == 0, "workspace",
-                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need} elements for "
+                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need + T} elements for "
                 "this step (mqa_decode_workspace sizes it)")
         m = workspace[:S * R].view(S, R)
         l = workspace[S * R:2 * S * R].view(S, R)
         acc = workspace[a0:need].view(S, R, MQA_DIM)
+        # the fused merge's arrival counters: the last T elements, zero between calls (each call resets them)
+        count = workspace[workspace.numel() - T:].view(torch.int32)
     args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
@@ -178,8 +187,11 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
     if kernel == "swapab" and plan.gluon:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
-        mqa_swapab_gluon_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, NVFP4=common["NVFP4"],
-                                        PERTURB=common["PERTURB"], PREFETCH=prefetch, num_warps=plan.num_warps)
+        mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
+                                        NVFP4=common["NVFP4"], PERTURB=common["PERTURB"], PREFETCH=prefetch,
+                                        FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
+                                        ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
+                                        num_warps=plan.num_warps)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()
@@ -196,9 +208,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
             num_warps=plan.num_warps, **common)
     from .kernel_merge import mqa_merge_kernel
-    mqa_merge_kernel[(R,)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
-                           BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
-                           ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, num_warps=8)
+    if not fused:
+        mqa_merge_kernel[(R,)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
+                               BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
+                               ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, num_warps=8)
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
                 and out_fp8.dtype == torch.float8_e4m3fn and out_fp8.is_contiguous() and out_fp8.device == dev,
@@ -232,7 +245,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
             plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
-    return torch.empty(need, dtype=torch.float32, device=dev)
+    # + the fused merge's arrival counters (one per token, zero between calls)
+    return torch.zeros(need + max_tokens, dtype=torch.float32, device=dev)
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,

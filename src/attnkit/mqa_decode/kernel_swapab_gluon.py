@@ -87,7 +87,7 @@ def _e2m1_f16_bits(nib):
 
 @gluon.jit
 def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
-               NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr):
+               NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr):
     rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
     _decode_chunk(rec, ok, kv_smem, 0, BLOCK_N, NVFP4, PERTURB, L3)
     _decode_chunk(rec, ok, kv_smem, 1, BLOCK_N, NVFP4, PERTURB, L3)
@@ -104,7 +104,7 @@ def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, a
     p = gl.exp2((s - m_safe[None, :]) * LOG2E)
     alpha = gl.exp2((m_i - m_safe) * LOG2E)
     l_i = l_i * alpha + gl.sum(p, 0)
-    acc = acc * alpha[None, :]
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
     p_smem.store(p.to(gl.bfloat16))
     fence_async_shared()
     gl.thread_barrier()
@@ -116,22 +116,73 @@ def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, a
 @gluon.jit
 def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
                BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
-               L3: gl.constexpr, s_l: gl.constexpr):
+               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr):
     rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
     if PREFETCH:  # the next tile's slot ids are loaded before this tile's records (masked past the end)
         slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, BLOCK_N, PERTURB, rows_l)
         for p0 in range(p_start, p_end, BLOCK_N):
             slot_n, ok_n = _tile_slots(IDX_ROW, p0 + BLOCK_N, p_end, first, BLOCK_N, PERTURB, rows_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
-                                       BLOCK_N, NVFP4, PERTURB, L3, s_l)
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l)
             slot = slot_n
             ok = ok_n
     else:
         for p0 in range(p_start, p_end, BLOCK_N):
             slot, ok = _tile_slots(IDX_ROW, p0, p_end, first, BLOCK_N, PERTURB, rows_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
-                                       BLOCK_N, NVFP4, PERTURB, L3, s_l)
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l)
     return m_i, l_i, acc
+
+
+@gluon.jit
+def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H: gl.constexpr,
+                 SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, Lo: gl.constexpr):
+    """The finishing merge of token t (kernel_merge's arithmetic), run by the token's last program to finish: the
+    splits' partials in split order (deterministic whichever program runs it), the sink, the output's RoPE dims
+    rotated back, bf16 output, LSE and (WRITE_F32) the fp32 output. Partials are read past L1 (.cg)."""
+    S = gl.num_programs(1)
+    hm = gl.arange(0, H, layout=gl.SliceLayout(1, Lo))
+    dm = gl.arange(0, 512, layout=gl.SliceLayout(0, Lo))
+    row0 = t.to(gl.int64) * H
+    big = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(1, Lo))
+    for s in range(S):
+        big = gl.maximum(big, gl.load(M_OUT + s * stride_ms + row0 + hm, cache_modifier=".cg"))
+    if SINK_ON:
+        sk = gl.load(SINK + hm)
+        big = gl.maximum(big, sk)
+    big_safe = gl.where(big == float("-inf"), 0.0, big)
+    total = gl.zeros([H], gl.float32, layout=gl.SliceLayout(1, Lo))
+    o = gl.zeros([H, 512], gl.float32, layout=Lo)
+    offs = (row0 + hm)[:, None] * 512 + dm[None, :]
+    a = gl.load(ACC_OUT + offs, cache_modifier=".cg")
+    for s in range(S):  # split s + 1's accumulator is in flight while split s is added
+        a_next = gl.load(ACC_OUT + (s + 1) * stride_as + offs, mask=(s + 1 < S) & (offs >= 0), other=0.0,
+                         cache_modifier=".cg")
+        ms = gl.load(M_OUT + s * stride_ms + row0 + hm, cache_modifier=".cg")
+        ls = gl.load(L_OUT + s * stride_ms + row0 + hm, cache_modifier=".cg")
+        w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - big_safe))
+        total = total + ls * w
+        o = o + a * w[:, None]
+        a = a_next
+    if SINK_ON:
+        total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
+    nonempty = total > 0
+    den = gl.where(nonempty, total, 1.0)
+    o = gl.where(nonempty[:, None], o / den[:, None], 0.0)
+    if ROPE_UNDO:  # dims 448 + 2i, 449 + 2i rotated by minus the angle: even o c + o' s, odd o c - o' s
+        dd = dm[None, :] + 0 * hm[:, None]
+        rope = dd >= 448
+        i = gl.where(rope, (dd - 448) // 2, 0)
+        c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
+        sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
+        ev, od = gl.split(gl.reshape(o, [H, 256, 2]))
+        partner = gl.convert_layout(gl.reshape(gl.join(od, ev), [H, 512]), Lo, assert_trivial=True)
+        o = o * c + gl.where(dd % 2 == 0, partner, -partner) * sn
+    dst = (row0 + hm)[:, None] * 512 + dm[None, :]
+    gl.store(OUT + dst, o.to(gl.bfloat16))
+    if WRITE_F32:
+        gl.store(O32 + dst, o)
+    gl.store(LSE + row0 + hm, gl.where(nonempty, big_safe + gl.log(den), float("-inf")))
 
 
 @gluon.jit
@@ -139,20 +190,27 @@ def mqa_swapab_gluon_kernel(
     Q, POS, COS_SIN, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
     sm_scale, W, K, slots_per_split,
     stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
+    COUNT, SINK, OUT, LSE, O32,
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
+    FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
 ):
-    gl.static_assert(BLOCK_N == 64, "one warpgroup: 64 slots per tile")
-    gl.static_assert(gl.num_warps() == 4, "one warpgroup")
+    NW: gl.constexpr = gl.num_warps()
+    WG: gl.constexpr = NW // 4  # warpgroups: 1 or 2
+    gl.static_assert(BLOCK_N == 64, "64 slots per tile: one warpgroup MMA's M")
+    gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
     if NVFP4:
-        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [4, 1, 1], [2, 1, 0])
+        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
     else:
-        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [4, 1, 1], [2, 1, 0])
-    L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [4, 1, 1], [2, 1, 0])
-    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, H, 16])
+        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
+    L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
+    # S^T [64, H]: two warpgroups split the heads; O^T [512, H]: they split the 512 output dims
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, H // WG, 16])
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
     kv_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
     q_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
     p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
-    q_ld: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, 4], [0, 1])  # [dims, H]: 8 dims x 1 head per thread
+    q_ld: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])  # [dims, H]: 8 dims x 1 head per thread
+    Lo: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NW, 1], [1, 0])  # the merge's [H, 512]
 
     t = gl.program_id(0)
     split = gl.program_id(1)
@@ -187,17 +245,29 @@ def mqa_swapab_gluon_kernel(
     c1 = n1 - W
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
-    acc = gl.zeros([512, H], gl.float32, layout=s_l)  # O^T
+    acc = gl.zeros([512, H], gl.float32, layout=o_l)  # O^T
     swa_row = SWA_IDX + t.to(gl.int64) * stride_wt
     m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, m_i, l_i, acc,
-                               sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l)
+                               sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l)
     comp_row = COMP_IDX + t.to(gl.int64) * stride_kt
     first_c = gl.where(n0 >= W, c0, -1)
     m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem, m_i, l_i, acc,
-                               sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l)
+                               sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
     gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
     gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
-    do = gl.arange(0, 512, layout=gl.SliceLayout(1, s_l))
-    gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (hs[None, :] * 512 + do[:, None]), acc)
+    ho = gl.arange(0, H, layout=gl.SliceLayout(0, o_l))
+    do = gl.arange(0, 512, layout=gl.SliceLayout(1, o_l))
+    gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
+    if FUSED_MERGE:
+        # one launch: the token's last program to finish merges its splits. Every thread's partial stores are
+        # ordered before the arrival (barrier, then a release at GPU scope); the arrival's acquire orders the
+        # merge's loads after every other program's stores. The last program also resets the counter to zero
+        # for the next launch (CUDA-graph replays included).
+        gl.thread_barrier()
+        arrived = gl.atomic_add(COUNT + t, 1, sem="acq_rel", scope="gpu")
+        if arrived == gl.num_programs(1) - 1:
+            _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H,
+                         SINK_ON, ROPE_UNDO, WRITE_F32, Lo)
+            gl.store(COUNT + t, 0)
