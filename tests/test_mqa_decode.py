@@ -230,7 +230,95 @@ def test_ablation_diagnostics_warn_that_results_are_wrong(device, monkeypatch):
     monkeypatch.setenv("ATTNKIT_DIAG_MQA_ABLATE", "3")
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
     with pytest.warns(RuntimeWarning, match="wrong by design"):
-        mqa_headpad_call(inp, kernel="swapab")
+        mqa_headpad_call(inp, kernel="swapab", gluon=False)  # the ablations are the Triton kernel's
     monkeypatch.setenv("ATTNKIT_DIAG_MQA_ABLATE", "5")
     with pytest.raises(ValueError, match="_ablate"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=False)
+
+
+def test_gluon_dispatch_rule_and_plan():
+    """With the Gluon kernel (sm_90), swap-AB wins at every measured T for both formats and head counts."""
+    from attnkit.mqa_decode.config import swapab_plan, use_swapab
+    for fmt in ("fp8", "nvfp4"):
+        assert use_swapab(1, 16, fmt, gluon=True) and use_swapab(64, 32, fmt, gluon=True)
+        assert not use_swapab(65, 16, fmt, gluon=True) and not use_swapab(1, 64, fmt, gluon=True)
+        assert not use_swapab(1, 8, fmt, gluon=True)
+    assert use_swapab(16, 32, "nvfp4", gluon=True, cutoff=16) and not use_swapab(17, 32, "nvfp4", gluon=True, cutoff=16)
+    # 640 slots = 10 tiles of 64; 8 warps: one resident program per SM; 4 warps: two
+    p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+    assert (p.block_n, p.num_warps, p.num_splits, p.gluon, p.fused_merge) == (64, 8, 10, True, False)
+    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True).num_splits == 5  # 80 programs, 2 tiles each
+    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=4).num_splits == 10  # 160 <= 264
+    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, fused_merge=True).fused_merge
+    with pytest.raises(ValueError, match="gluon_warps"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=6)
+    with pytest.raises(ValueError, match="gluon_fused"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, fused_merge="yes")
+
+
+def test_gluon_option_is_checked(device, monkeypatch):
+    from attnkit.mqa_decode.config import gluon_runs
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
+    with pytest.raises(ValueError, match="gluon"):
+        mqa_headpad_call(inp, kernel="swapab", gluon="true")
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON", "01")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON"):
         mqa_headpad_call(inp, kernel="swapab")
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON")
+    if not gluon_runs(torch.device(device)):
+        with pytest.raises(ValueError, match="gluon: the Gluon swap-AB kernel runs on CUDA sm_90"):
+            mqa_headpad_call(inp, kernel="swapab", gluon=True)
+
+
+def _gluon_or_skip():
+    from attnkit.mqa_decode.config import gluon_runs
+    if not gluon_runs(torch.device("cuda")):
+        pytest.skip("needs an sm_90 GPU (the Gluon kernel): not a pass")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("warps,fused", [(4, False), (8, False), (4, True), (8, True)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial"])
+def test_gluon_matches_the_triton_twin(case, warps, fused):
+    """The Gluon kernel (any warps, merge fused or not) against its interpreter twin, the Triton swap-AB kernel:
+    within a bf16 rounding of each other (the fp32 sums differ in order), repeatable to the bit."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 7)
+    t_out, t_lse = mqa_headpad_call(inp, kernel="swapab", gluon=False)
+    g = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_warps=warps, gluon_fused=fused) for _ in range(2)]
+    assert torch.equal(g[0][0], g[1][0]) and torch.equal(g[0][1], g[1][1])
+    assert (g[0][0].float() - t_out.float()).abs().max() <= 2 * t_out.float().abs().max() * 2 ** -8
+    torch.testing.assert_close(g[0][1], t_lse, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
+    """The fused merge's arrival counters live at the end of the caller's workspace and are reset by each launch:
+    graph replays give the eager bits, also after the inputs change in place."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode import mqa_decode_attention
+    from attnkit.mqa_decode.interface import mqa_decode_workspace
+    inp = make_inputs(shapes.get("mqa_decode-model-t5-h32-nvfp4-partial"), "cuda", 8)
+    T, H = inp["q"].shape[0], inp["num_heads"]
+    ws = mqa_decode_workspace(T, H, "cuda", window=inp["swa_idx"].shape[1], topk=inp["comp_idx"].shape[1],
+                              kernel="swapab", comp_format="nvfp4", gluon=True)
+    out = torch.empty(T, H, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(T, H, device="cuda")
+    args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
+            inp["cos_sin"], inp["sink"], H, inp["softmax_scale"], "nvfp4")
+    kw = dict(kernel="swapab", gluon=True, gluon_fused=True, validate=False, out=out, lse=lse, workspace=ws)
+    mqa_decode_attention(*args, **kw)
+    ref = out.clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mqa_decode_attention(*args, **kw)
+    for _ in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, ref)
+    inp["q"].mul_(0.5)
+    graph.replay()
+    eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_fused=True)
+    assert torch.equal(out, eager)
+    assert bool((ws[-T:].view(torch.int32) == 0).all())

@@ -94,10 +94,24 @@ SWAPAB_PER_FORMAT = Switch("swapab_per_format", "ATTNKIT_MQA_SWAPAB_PER_FORMAT",
                            "both formats (none)")
 
 
+# The Gluon swap-AB kernel (sm_90) against head-padded, measured on the H200 at eac7955
+# (benchmarks/sweeps/h200-eac7955/sweep-mqa-gluon.json, paired ratios head-padded / Gluon at 8 warps, attention
+# only, T 1..64): fp8 16 heads 1.45 to 3.11, 32 heads 1.13 to 2.41; nvfp4 16 heads 1.33 to 2.43, 32 heads 1.00
+# to 1.88 (T = 1: 1.005, p20-p80 1.000-1.007; T = 2: 1.010; T = 4: 1.019). It wins at every measured T for both
+# head counts and both formats: the cutoff is the largest T measured.
+SWAPAB_T_CUTOFF_GLUON: int | None = 64
+
+
 def use_swapab(T: int, H: int, comp_format: str = "fp8", per_format: bool = False,
-               cutoff: int | None = SWAPAB_T_CUTOFF, by_format: dict | None = None) -> bool:
-    """The dispatch rule: a pure function of shapes (and of the record format when ``per_format``)."""
-    c = (SWAPAB_T_CUTOFF_BY_FORMAT if by_format is None else by_format).get(comp_format) if per_format else cutoff
+               cutoff: int | None = None, by_format: dict | None = None, gluon: bool = False) -> bool:
+    """The dispatch rule: a pure function of shapes and of the swap-AB implementation the device runs (Gluon on
+    sm_90, else Triton); with ``per_format``, also of the record format (the Triton kernel's per-format cutoffs)."""
+    if gluon:
+        c = SWAPAB_T_CUTOFF_GLUON if cutoff is None else cutoff
+    elif per_format:
+        c = (SWAPAB_T_CUTOFF_BY_FORMAT if by_format is None else by_format).get(comp_format)
+    else:
+        c = SWAPAB_T_CUTOFF if cutoff is None else cutoff
     return H in SWAPAB_HEADS and c is not None and T <= c
 
 
@@ -118,10 +132,14 @@ SWAPAB_GLUON = Switch("gluon", "ATTNKIT_MQA_GLUON", None,
                       "wherever it runs")
 GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
                         "Gluon swap-AB kernel: load the next tile's slot ids before the current tile's records")
+# 8: at eac7955 (same sweep) 4 warps took 1.15 to 1.5x the time of 8 (16 heads x 16 tokens fp8: 25.9 against 19.5 us)
 GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
                         "warps per Gluon swap-AB program: 4 (one warpgroup) or 8 (two: they split the heads of the "
                         "score product and the output dims of the value product, and the decode)")
-GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", True,
+# Off: measured slower at eac7955 (benchmarks/sweeps/h200-eac7955/sweep-mqa-gluon.json): at 8 warps 16 heads x 1 /
+# 16 / 64 tokens fp8 18.2 / 21.4 / 30.6 us fused, 14.0 / 19.5 / 33.4 with the merge launched apart; 32 heads x 1
+# token nvfp4 26.3 against 20.0. The token's last program merges all its splits alone, after its own tile.
+GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", False,
                      "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch)")
 # Resident programs per SM (compile_check, sm_90): 4 warps: 255 registers x 128 threads and 84 / 103 KB of shared
 # memory (16 / 32 heads): two; 8 warps: 184-255 registers x 256 threads: one

@@ -131,8 +131,15 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, gluon_runs, headpad_plan,
                          swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
+    use_gluon = SWAPAB_GLUON.resolve(gluon)
+    prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
+    runs = gluon_runs(dev)
+    require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
+            "interpreter)")
+    use_gluon = runs if use_gluon is None else use_gluon
     if kernel is None:
-        kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format)) else "headpad"
+        kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format),
+                                        gluon=use_gluon) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
@@ -150,13 +157,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if T == 0:
         return (out, lse.view(T, H), o32) if _return_fp32 else (out, lse.view(T, H))
     common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
-    use_gluon = SWAPAB_GLUON.resolve(gluon)
-    prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
-    runs = gluon_runs(dev)
-    require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
-            "interpreter)")
     if kernel == "swapab":
-        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=runs if use_gluon is None else use_gluon,
+        plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
                            gluon_warps=gluon_warps, fused_merge=gluon_fused)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
@@ -237,8 +239,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 132
     need = 0
     for T in range(1, max_tokens + 1):
-        k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format))
-                       else "headpad")
+        k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format),
+                                              gluon=use_gluon) else "headpad")
         if k == "swapab":
             plan = swapab_plan(T, num_heads, window + topk, sm, None, dev.type, gluon=use_gluon)
         else:
