@@ -291,6 +291,16 @@ SWEEPS["mqa-gluon"] = Sweep(
      ("gluon-w4-fused", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_fused=True)),
      ("gluon-w8-fused", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=True))))
 
+SWEEPS["mqa-gluon-async"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with the raw records copied into shared memory by cp.async a tile ahead "
+    "(the first while the query is prepared) against loads into registers at each tile; head-padded and Triton "
+    "swap-AB for the ratios", SWEEPS["mqa-gluon"].cases,
+    (("headpad", dict(kernel="headpad")),
+     ("triton", dict(kernel="swapab", gluon=False)),
+     ("gluon-w8", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=False)),
+     ("gluon-w8-async", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=True)),
+     ("gluon-w4-async", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_fused=False, gluon_async=True))))
+
 _CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours, "mqa_decode": _mqa_ours}
 
 

@@ -123,6 +123,7 @@ class SwapabPlan:
     num_warps: int
     gluon: bool = False  # the Gluon kernel (kernel_swapab_gluon) instead of the Triton one
     fused_merge: bool = False  # Gluon: the token's last program merges the splits (no merge launch)
+    gluon_async: bool = False  # Gluon: records copied into shared memory by cp.async, a tile ahead
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -141,9 +142,13 @@ GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
 # token nvfp4 26.3 against 20.0. The token's last program merges all its splits alone, after its own tile.
 GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", False,
                      "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch)")
-# Resident programs per SM (compile_check, sm_90): 4 warps: 255 registers x 128 threads and 84 / 103 KB of shared
-# memory (16 / 32 heads): two; 8 warps: 184-255 registers x 256 threads: one
-GLUON_RESIDENT = {4: 2, 8: 1}
+GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", True,
+                     "Gluon swap-AB kernel: copy each tile's raw records into shared memory with cp.async, the first "
+                     "while the query is prepared and each next one during the current tile's products")
+# Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and
+# 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
+# 180-255 registers x 256 threads: one
+GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
 
 
 def gluon_runs(device) -> bool:
@@ -164,7 +169,7 @@ def gluon_runs(device) -> bool:
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
                 block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
-                fused_merge: bool | None = None) -> SwapabPlan:
+                fused_merge: bool | None = None, gluon_async: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -173,9 +178,10 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if warps not in (4, 8):
             raise ValueError(f"gluon_warps: must be 4 or 8, got {warps}")
         tiles = max(1, -(-n_slots // 64))
-        splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[warps])
+        use_async = GLUON_ASYNC.resolve(gluon_async)
+        splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[(warps, use_async)])
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=warps, gluon=True,
-                          fused_merge=GLUON_FUSED.resolve(fused_merge))
+                          fused_merge=GLUON_FUSED.resolve(fused_merge), gluon_async=use_async)
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

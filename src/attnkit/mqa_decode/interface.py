@@ -59,7 +59,8 @@ LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in 
 def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
-    gl = ("_gluon" + ("_fused" if plan.fused_merge else "")) if getattr(plan, "gluon", False) else ""
+    gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else ""))
+          if getattr(plan, "gluon", False) else "")
     return (kernel + gl, H, plan.block_n, getattr(plan, "out_dc", 512),
             plan.num_warps, fmt)
 
@@ -71,7 +72,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         gluon_async=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -80,7 +81,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_prefetch (else ``ATTNKIT_MQA_GLUON_PREFETCH``, default on): the Gluon kernel loads the next tile's slot
     ids before the current tile's records. gluon_warps (else ``ATTNKIT_MQA_GLUON_WARPS``): 4 or 8 warps per Gluon
     program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
-    each token's splits itself (its last program to finish), so the step is one launch.
+    each token's splits itself (its last program to finish), so the step is one launch. gluon_async (else
+    ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
+    ahead (the first tile's while the query is prepared).
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default
     off): the rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff
     over both formats. num_splits: slot-list splits per token (default: the split rule);
@@ -159,7 +162,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
-                           gluon_warps=gluon_warps, fused_merge=gluon_fused)
+                           gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
@@ -193,7 +196,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         NVFP4=common["NVFP4"], PERTURB=common["PERTURB"], PREFETCH=prefetch,
                                         FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
-                                        num_warps=plan.num_warps)
+                                        ASYNC=plan.gluon_async, num_warps=plan.num_warps)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()

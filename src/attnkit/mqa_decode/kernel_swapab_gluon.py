@@ -23,7 +23,7 @@ PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads i
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
+from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 NUM_WARPS = 4
@@ -135,6 +135,132 @@ def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_sme
 
 
 @gluon.jit
+def _issue_tile(CACHE, IDX_ROW, p0, p1, first, stride_rec, raw_codes, raw_scales, BLOCK_N: gl.constexpr,
+                NVFP4: gl.constexpr, PERTURB: gl.constexpr, cp_l: gl.constexpr, sc_l: gl.constexpr):
+    """ASYNC: start copying the raw records of the tile at list positions p0 .. p0 + BLOCK_N (bounded by p1) into
+    shared memory (cp.async, 16 bytes per copy; rows of invalid slots are zero-filled) and commit the group:
+    codes into raw_codes [128-dim chunk, BLOCK_N, 128 | 64 bytes], scale bytes [BLOCK_N, 16 | 32] into raw_scales (fp8 with PERTURB
+    2: the 16 scale bytes twice, so that a block can read its neighbour's, the deliberately wrong variant)."""
+    if NVFP4:
+        CB: gl.constexpr = 256
+        SB: gl.constexpr = 256
+        SN: gl.constexpr = 32
+    else:
+        CB: gl.constexpr = 512
+        SB: gl.constexpr = 512
+        SN: gl.constexpr = 16
+    # per 128-dim chunk, in the layout the decode reads it with (each thread reads back the bytes it copied)
+    if NVFP4:  # raw_codes [chunk, row, 16-dim block, 8 bytes]: 8 bytes per copy
+        row_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, cp_l))
+        slot, ok = _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N, PERTURB, row_l)
+        rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
+        bk = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(2, cp_l)))
+        by = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, cp_l)))
+        off = bk[None, :, None] * 8 + by[None, None, :]
+        ptr = rec[:, None, None] + off
+        msk = ok[:, None, None] & (off >= 0)
+        for c in gl.static_range(4):
+            async_copy.async_copy_global_to_shared(raw_codes.index(c), ptr + c * 64, mask=msk)
+    else:  # raw_codes [chunk, row, 32-dim block, half, 16 codes]: 16 bytes per copy
+        row_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, cp_l)))
+        slot, ok = _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N, PERTURB, row_l)
+        rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
+        bk = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, cp_l))))
+        hf = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, cp_l))))
+        by = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, cp_l))))
+        off = (bk[None, :, None, None] * 32 + hf[None, None, :, None] * 16) + by[None, None, None, :]
+        ptr = rec[:, None, None, None] + off
+        msk = ok[:, None, None, None] & (off >= 0)
+        for c in gl.static_range(4):
+            async_copy.async_copy_global_to_shared(raw_codes.index(c), ptr + c * 128, mask=msk)
+    slot2, ok2 = _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N, PERTURB, gl.SliceLayout(1, sc_l))
+    rec2 = CACHE + gl.where(ok2, slot2, 0).to(gl.int64) * stride_rec + SB
+    sj = gl.arange(0, SN, layout=gl.SliceLayout(0, sc_l))
+    m2 = ok2[:, None] & (sj[None, :] >= 0)
+    async_copy.async_copy_global_to_shared(raw_scales.slice(0, SN, dim=1), rec2[:, None] + sj[None, :], mask=m2)
+    if PERTURB == 2:
+        if not NVFP4:
+            async_copy.async_copy_global_to_shared(raw_scales.slice(16, 16, dim=1), rec2[:, None] + sj[None, :],
+                                                   mask=m2)
+    async_copy.commit_group()
+
+
+@gluon.jit
+def _decode_smem_chunk(raw_codes, raw_scales, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                       PERTURB: gl.constexpr, L3: gl.constexpr, L4: gl.constexpr):
+    """ASYNC: decode dims 128 c .. 128 c + 127 of the tile from the raw records in shared memory (exactly, into
+    bf16) and store them to the tile."""
+    if NVFP4:
+        b = raw_codes.index(c).load(L3)  # [rows, 16-dim block, 8 bytes]
+        s = raw_scales.slice(c * 8, 8, dim=1).load(gl.SliceLayout(2, L3))
+        sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 16384.0)[:, :, None]  # e2m1 below is value x 2^-14
+        bi = b.to(gl.int32)
+        lo = _e2m1_f16_bits(bi & 0xF).to(gl.float16, bitcast=True).to(gl.float32) * sc
+        hi = _e2m1_f16_bits(bi >> 4).to(gl.float16, bitcast=True).to(gl.float32) * sc
+        x = gl.reshape(gl.join(lo.to(gl.bfloat16), hi.to(gl.bfloat16)), [BLOCK_N, 128])  # dim 2k: low nibble
+    else:
+        b = raw_codes.index(c).load(L4)  # [rows, 32-dim block, half, 16 codes]
+        if PERTURB == 2:
+            s = raw_scales.slice(c * 4 + 1, 4, dim=1).load(gl.SliceLayout(2, gl.SliceLayout(3, L4)))
+        else:
+            s = raw_scales.slice(c * 4, 4, dim=1).load(gl.SliceLayout(2, gl.SliceLayout(3, L4)))
+        sb = s.to(gl.int32)
+        # 2^(byte - 127) from the bits; byte 0 is 2^-127, an fp32 subnormal
+        sc = gl.where(sb == 0, 5.877471754111438e-39, (sb << 23).to(gl.float32, bitcast=True))
+        x = gl.reshape((b.to(gl.float8e4nv, bitcast=True).to(gl.float32) * sc[:, :, None, None]).to(gl.bfloat16),
+                       [BLOCK_N, 128])
+    kv_smem.slice(c * 128, 128, dim=1).store(x)
+
+
+@gluon.jit
+def _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
+                   s_l: gl.constexpr, o_l: gl.constexpr):
+    """S^T = KV . Q^T, the online softmax down the columns, O^T += KV^T . P^T (kv_smem written and fenced)."""
+    H: gl.constexpr = q_smem.shape[1]
+    s = warpgroup_mma(kv_smem, q_smem, gl.zeros([BLOCK_N, H], gl.float32, layout=s_l))
+    s = gl.where(ok_s[:, None], s * sm_scale, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 0))
+    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+    p = gl.exp2((s - m_safe[None, :]) * LOG2E)
+    alpha = gl.exp2((m_i - m_safe) * LOG2E)
+    l_i = l_i * alpha + gl.sum(p, 0)
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
+    p_smem.store(p.to(gl.bfloat16))
+    fence_async_shared()
+    gl.thread_barrier()
+    acc = warpgroup_mma(kv_smem.permute((1, 0)), p_smem, acc)
+    gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
+    return m_new, l_i, acc
+
+
+@gluon.jit
+def _list_loop_async(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, raw_codes,
+                     raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                     PERTURB: gl.constexpr, L3: gl.constexpr, L4: gl.constexpr, cp_l: gl.constexpr,
+                     sc_l: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, issued):
+    """ASYNC: the tiles of one list. The first tile's copies were issued by the caller when `issued`; each next
+    tile's copies are issued once the current tile is decoded, so they fly during its products."""
+    if (not issued) and (p_start < p_end):
+        _issue_tile(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, raw_codes, raw_scales, BLOCK_N, NVFP4,
+                    PERTURB, cp_l, sc_l)
+    for p0 in range(p_start, p_end, BLOCK_N):
+        slot, ok_s = _tile_slots(IDX_ROW, p0, p_end, first, BLOCK_N, PERTURB, gl.SliceLayout(1, s_l))
+        async_copy.wait_group(0)
+        gl.thread_barrier()
+        _decode_smem_chunk(raw_codes, raw_scales, kv_smem, 0, BLOCK_N, NVFP4, PERTURB, L3, L4)
+        _decode_smem_chunk(raw_codes, raw_scales, kv_smem, 1, BLOCK_N, NVFP4, PERTURB, L3, L4)
+        _decode_smem_chunk(raw_codes, raw_scales, kv_smem, 2, BLOCK_N, NVFP4, PERTURB, L3, L4)
+        _decode_smem_chunk(raw_codes, raw_scales, kv_smem, 3, BLOCK_N, NVFP4, PERTURB, L3, L4)
+        fence_async_shared()
+        gl.thread_barrier()  # the raw tile is consumed and the decoded one visible to the MMAs
+        if p0 + BLOCK_N < p_end:
+            _issue_tile(CACHE, IDX_ROW, p0 + BLOCK_N, p_end, first, stride_rec, raw_codes, raw_scales, BLOCK_N,
+                        NVFP4, PERTURB, cp_l, sc_l)
+        m_i, l_i, acc = _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
+    return m_i, l_i, acc
+
+
+@gluon.jit
 def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H: gl.constexpr,
                  SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, Lo: gl.constexpr):
     """The finishing merge of token t (kernel_merge's arithmetic), run by the token's last program to finish: the
@@ -193,6 +319,7 @@ def mqa_swapab_gluon_kernel(
     COUNT, SINK, OUT, LSE, O32,
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
+    ASYNC: gl.constexpr = False,
 ):
     NW: gl.constexpr = gl.num_warps()
     WG: gl.constexpr = NW // 4  # warpgroups: 1 or 2
@@ -211,10 +338,46 @@ def mqa_swapab_gluon_kernel(
     p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
     q_ld: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])  # [dims, H]: 8 dims x 1 head per thread
     Lo: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NW, 1], [1, 0])  # the merge's [H, 512]
+    # ASYNC: the raw records' copies [64, 512 | 256] and [64, 16 | 32] bytes, and the fp8 decode's
+    # [rows, 32-dim block, half, 16 codes]
+    L4: gl.constexpr = gl.BlockedLayout([1, 1, 1, 16], [4, 4, 2, 1], [NW, 1, 1, 1], [3, 2, 1, 0])
+    cpw_l: gl.constexpr = L4
+    scw_l: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NW, 1], [1, 0])
+    if NVFP4:
+        cpc_l: gl.constexpr = L3c
+        scc_l: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [NW, 1], [1, 0])
+    else:
+        cpc_l: gl.constexpr = cpw_l
+        scc_l: gl.constexpr = scw_l
+    raw_l: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])
+    raw_l5: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[3, 2, 1, 0])  # [chunk,] row, block, half, 16
+    raw_l4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[2, 1, 0])  # [chunk,] row, block, 8 bytes
 
     t = gl.program_id(0)
     split = gl.program_id(1)
     pos = gl.load(POS + t).to(gl.int64)
+    n0 = split * slots_per_split
+    n1 = gl.minimum(n0 + slots_per_split, W + K)
+    w1 = gl.minimum(n1, W)
+    c0 = gl.maximum(n0, W) - W
+    c1 = n1 - W
+    swa_row = SWA_IDX + t.to(gl.int64) * stride_wt
+    comp_row = COMP_IDX + t.to(gl.int64) * stride_kt
+    first_c = gl.where(n0 >= W, c0, -1)
+    if ASYNC:  # the first tile's records are copied while the query is prepared
+        raw_codes = gl.allocate_shared_memory(gl.uint8, [4, BLOCK_N, 4, 2, 16], raw_l5)  # window (fp8) records
+        if NVFP4:
+            raw_codes_c = gl.allocate_shared_memory(gl.uint8, [4, BLOCK_N, 8, 8], raw_l4)  # compressed (nvfp4)
+        else:
+            raw_codes_c = raw_codes
+        raw_scales = gl.allocate_shared_memory(gl.uint8, [BLOCK_N, 32], raw_l)
+        window_first = n0 < w1
+        if window_first:
+            _issue_tile(SWA, swa_row, n0, w1, n0, stride_swa, raw_codes, raw_scales, BLOCK_N, False, PERTURB,
+                        cpw_l, scw_l)
+        else:
+            _issue_tile(COMP, comp_row, c0, c1, first_c, stride_comp, raw_codes_c, raw_scales, BLOCK_N, NVFP4,
+                        PERTURB, cpc_l, scc_l)
     # the query of token t as Q^T [512, H] bf16 in shared memory, its last 64 dims rotated in fp32 at pos (pairs
     # (2i, 2i+1), cos_sin row = 32 cos then 32 sin); filled in row blocks 0-255, 256-383, 384-447, 448-511 so
     # that few values are live at once
@@ -238,21 +401,21 @@ def mqa_swapab_gluon_kernel(
     kv_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 512], kv_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
 
-    n0 = split * slots_per_split
-    n1 = gl.minimum(n0 + slots_per_split, W + K)
-    w1 = gl.minimum(n1, W)
-    c0 = gl.maximum(n0, W) - W
-    c1 = n1 - W
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
     acc = gl.zeros([512, H], gl.float32, layout=o_l)  # O^T
-    swa_row = SWA_IDX + t.to(gl.int64) * stride_wt
-    m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, m_i, l_i, acc,
-                               sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l)
-    comp_row = COMP_IDX + t.to(gl.int64) * stride_kt
-    first_c = gl.where(n0 >= W, c0, -1)
-    m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem, m_i, l_i, acc,
-                               sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l)
+    if ASYNC:
+        m_i, l_i, acc = _list_loop_async(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, raw_codes,
+                                         raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, False, PERTURB, L3w, L4,
+                                         cpw_l, scw_l, s_l, o_l, window_first)
+        m_i, l_i, acc = _list_loop_async(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem,
+                                         raw_codes_c, raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4, PERTURB,
+                                         L3c, L4, cpc_l, scc_l, s_l, o_l, not window_first)
+    else:
+        m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, m_i, l_i, acc,
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l)
+        m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem, m_i, l_i,
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
     gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)

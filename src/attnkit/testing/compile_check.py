@@ -132,11 +132,12 @@ def _variants():
     from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
     for nv in (False, True):
         for H in (16, 32):
-            for w, fused in ((4, False), (8, False), (8, True)):
-                out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps{w} fused{int(fused)}", mqa_swapab_gluon_kernel,
+            for w, fused, asy in ((4, False, False), (8, False, False), (8, True, False), (8, False, True), (4, False, True)):
+                out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps{w} fused{int(fused)} async{int(asy)}",
+                            mqa_swapab_gluon_kernel,
                             dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
                             dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=fused, SINK_ON=True,
-                                 ROPE_UNDO=True, WRITE_F32=False), dict(num_warps=w)))
+                                 ROPE_UNDO=True, WRITE_F32=False, ASYNC=asy), dict(num_warps=w)))
     out.append(("mqa_merge", mqa_merge_kernel,
                 dict(M="*fp32", L="*fp32", ACC="*fp32", SINK="*fp32", POS="*i64", COS_SIN="*fp32", OUT="*bf16",
                      LSE="*fp32", O32="*fp32"), dict(BLOCK_S=32, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False),
