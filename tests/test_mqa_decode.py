@@ -80,18 +80,35 @@ def test_warmup_compiles_the_key_a_step_launches(device):
 
 
 def test_warmup_follows_the_per_format_dispatch(device):
-    """With swapab_per_format an fp8 step of 16 heads dispatches to swap-AB; the warm-up compiles that key."""
+    """The Triton swap-AB kernel's rule: with swapab_per_format an fp8 step of 16 heads dispatches to swap-AB; the
+    warm-up compiles that key."""
     from attnkit.mqa_decode import interface as I
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 1)
     keys = I.mqa_decode_warmup(16, inp["q"].shape[1], "fp8", device, window=inp["swa_idx"].shape[1],
-                               topk=inp["comp_idx"].shape[1], max_tokens=1, swapab_per_format=True)
+                               topk=inp["comp_idx"].shape[1], max_tokens=1, swapab_per_format=True, gluon=False)
     n0 = len(I.LAUNCHED_KEYS)
-    mqa_headpad_call(inp, kernel=None, swapab_per_format=True)
+    mqa_headpad_call(inp, kernel=None, swapab_per_format=True, gluon=False)
     step = set(I.LAUNCHED_KEYS[n0:])
-    assert step and step <= keys and all(k[0].startswith("swapab") for k in step)
+    assert step and step <= keys and all(k[0] == "swapab" for k in step)
     n1 = len(I.LAUNCHED_KEYS)
-    mqa_headpad_call(inp, kernel=None)  # the default rule: head-padded
+    mqa_headpad_call(inp, kernel=None, gluon=False)  # the Triton kernel's default rule: head-padded
     assert all(k[0] == "headpad" for k in I.LAUNCHED_KEYS[n1:])
+
+
+def test_warmup_follows_the_gluon_dispatch(device):
+    """The default rule where the Gluon kernel runs: swap-AB for 16 heads (either format); the warm-up compiles the
+    key a step launches. On a machine without it, the Triton rule (head-padded)."""
+    from attnkit.mqa_decode import interface as I
+    from attnkit.mqa_decode.config import gluon_runs
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 1)
+    keys = I.mqa_decode_warmup(32, inp["q"].shape[1], "nvfp4", device, window=inp["swa_idx"].shape[1],
+                               topk=inp["comp_idx"].shape[1], max_tokens=2)
+    n0 = len(I.LAUNCHED_KEYS)
+    mqa_headpad_call(inp, kernel=None)
+    step = set(I.LAUNCHED_KEYS[n0:])
+    assert step and step <= keys
+    want = "swapab_gluon" if gluon_runs(torch.device(device)) else "headpad"
+    assert all(k[0] == want for k in step), step
 
 
 def test_mqa_custom_ops(device):
@@ -246,11 +263,12 @@ def test_gluon_dispatch_rule_and_plan():
     assert use_swapab(16, 32, "nvfp4", gluon=True, cutoff=16) and not use_swapab(17, 32, "nvfp4", gluon=True, cutoff=16)
     # 640 slots = 10 tiles of 64; 8 warps: one resident program per SM; 4 warps: two
     p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
-    assert (p.block_n, p.num_warps, p.num_splits, p.gluon, p.fused_merge, p.gluon_async) == (64, 8, 10, True, False, True)
+    assert (p.block_n, p.num_warps, p.num_splits, p.gluon, p.fused_merge, p.gluon_async) == (64, 8, 10, True, False, False)
     assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True).num_splits == 5  # 80 programs, 2 tiles each
     assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=4,
                        gluon_async=False).num_splits == 10  # two resident: 160 programs <= 264
-    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=4).num_splits == 5  # async: one
+    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=4,
+                       gluon_async=True).num_splits == 5  # async: one
     assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, fused_merge=True).fused_merge
     with pytest.raises(ValueError, match="gluon_warps"):
         swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=6)

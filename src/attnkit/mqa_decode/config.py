@@ -142,7 +142,10 @@ GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
 # token nvfp4 26.3 against 20.0. The token's last program merges all its splits alone, after its own tile.
 GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", False,
                      "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch)")
-GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", True,
+# Off: at 4f341ac (benchmarks/sweeps/h200-4f341ac/sweep-mqa-gluon-async.json, 8 warps) the copies changed the
+# attention time by -3 % to +4 % for fp8 and 0 to +10 % for nvfp4 (16 heads x 16 tokens: fp8 19.5 -> 19.3 us,
+# nvfp4 19.6 -> 20.6): the first tile's records and the tile-to-tile gathers are not what sets the time.
+GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", False,
                      "Gluon swap-AB kernel: copy each tile's raw records into shared memory with cp.async, the first "
                      "while the query is prepared and each next one during the current tile's products")
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and

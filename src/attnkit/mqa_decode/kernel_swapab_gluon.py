@@ -334,9 +334,8 @@ def mqa_swapab_gluon_kernel(
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, H // WG, 16])
     o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
     kv_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
-    q_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
     p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
-    q_ld: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])  # [dims, H]: 8 dims x 1 head per thread
+    q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])  # [H, dims]: 8 dims per thread
     Lo: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NW, 1], [1, 0])  # the merge's [H, 512]
     # ASYNC: the raw records' copies [64, 512 | 256] and [64, 16 | 32] bytes, and the fp8 decode's
     # [rows, 32-dim block, half, 16 codes]
@@ -378,26 +377,27 @@ def mqa_swapab_gluon_kernel(
         else:
             _issue_tile(COMP, comp_row, c0, c1, first_c, stride_comp, raw_codes_c, raw_scales, BLOCK_N, NVFP4,
                         PERTURB, cpc_l, scc_l)
-    # the query of token t as Q^T [512, H] bf16 in shared memory, its last 64 dims rotated in fp32 at pos (pairs
-    # (2i, 2i+1), cos_sin row = 32 cos then 32 sin); filled in row blocks 0-255, 256-383, 384-447, 448-511 so
-    # that few values are live at once
-    h = gl.arange(0, H, layout=gl.SliceLayout(0, q_ld))[None, :]
+    # the query of token t as Q [H, 512] bf16 in shared memory (the score product reads it transposed), its last
+    # 64 dims rotated in fp32 at pos (pairs (2i, 2i+1), cos_sin row = 32 cos then 32 sin); 8 dims per thread, stored
+    # in 16-byte vectors, in column blocks 0-255, 256-383, 384-447, 448-511 so that few values are live at once
+    h = gl.arange(0, H, layout=gl.SliceLayout(1, q_ld))[:, None]
     base = Q + t.to(gl.int64) * stride_qt + h * stride_qh
-    q_smem = gl.allocate_shared_memory(gl.bfloat16, [512, H], q_sl)
-    d = gl.arange(0, 256, layout=gl.SliceLayout(1, q_ld))[:, None]
-    q_smem.slice(0, 256, dim=0).store(gl.load(base + d))
-    d = 256 + gl.arange(0, 128, layout=gl.SliceLayout(1, q_ld))[:, None]
-    q_smem.slice(256, 128, dim=0).store(gl.load(base + d))
-    d = 384 + gl.arange(0, 64, layout=gl.SliceLayout(1, q_ld))[:, None]
-    q_smem.slice(384, 64, dim=0).store(gl.load(base + d))
-    d = 448 + gl.arange(0, 64, layout=gl.SliceLayout(1, q_ld))[:, None]
+    q_smem = gl.allocate_shared_memory(gl.bfloat16, [H, 512], kv_sl)
+    d = gl.arange(0, 256, layout=gl.SliceLayout(0, q_ld))[None, :]
+    q_smem.slice(0, 256, dim=1).store(gl.load(base + d))
+    d = 256 + gl.arange(0, 128, layout=gl.SliceLayout(0, q_ld))[None, :]
+    q_smem.slice(256, 128, dim=1).store(gl.load(base + d))
+    d = 384 + gl.arange(0, 64, layout=gl.SliceLayout(0, q_ld))[None, :]
+    q_smem.slice(384, 64, dim=1).store(gl.load(base + d))
+    d = 448 + gl.arange(0, 64, layout=gl.SliceLayout(0, q_ld))[None, :]
     x = gl.load(base + d).to(gl.float32)
     partner = gl.load(base + (d ^ 1)).to(gl.float32)
     i = (d - 448) // 2 + 0 * h
     c = gl.load(COS_SIN + pos * 64 + i)
     sn = gl.load(COS_SIN + pos * 64 + 32 + i)
     # even d: x c - x' s; odd d: x' s + x c (x' the pair's other member)
-    q_smem.slice(448, 64, dim=0).store((x * c + gl.where(d % 2 == 0, -partner, partner) * sn).to(gl.bfloat16))
+    q_smem.slice(448, 64, dim=1).store((x * c + gl.where(d % 2 == 0, -partner, partner) * sn).to(gl.bfloat16))
+    q_t = q_smem.permute((1, 0))  # Q^T [512, H]
     kv_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 512], kv_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
 
@@ -405,16 +405,16 @@ def mqa_swapab_gluon_kernel(
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
     acc = gl.zeros([512, H], gl.float32, layout=o_l)  # O^T
     if ASYNC:
-        m_i, l_i, acc = _list_loop_async(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, raw_codes,
+        m_i, l_i, acc = _list_loop_async(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, raw_codes,
                                          raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, False, PERTURB, L3w, L4,
                                          cpw_l, scw_l, s_l, o_l, window_first)
-        m_i, l_i, acc = _list_loop_async(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem,
+        m_i, l_i, acc = _list_loop_async(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem,
                                          raw_codes_c, raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4, PERTURB,
                                          L3c, L4, cpc_l, scc_l, s_l, o_l, not window_first)
     else:
-        m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_smem, p_smem, m_i, l_i, acc,
+        m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l)
-        m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_smem, p_smem, m_i, l_i,
+        m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
                                    acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
