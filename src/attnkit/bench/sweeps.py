@@ -301,6 +301,17 @@ SWEEPS["mqa-gluon-async"] = Sweep(
      ("gluon-w8-async", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=True)),
      ("gluon-w4-async", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_fused=False, gluon_async=True))))
 
+SWEEPS["mqa-gluon-rule"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's options once its query is stored in 16-byte vectors: cp.async records, "
+    "the fused merge, and 10 splits (one 64-slot tile per program) against the split rule; head-padded for the "
+    "ratios", SWEEPS["mqa-gluon"].cases,
+    (("headpad", dict(kernel="headpad")),
+     ("gluon-w8", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=False)),
+     ("gluon-w8-async", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=True)),
+     ("gluon-w8-fused", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=True, gluon_async=False)),
+     ("gluon-w8-s10", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=False,
+                           num_splits=10))))
+
 _CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours, "mqa_decode": _mqa_ours}
 
 
