@@ -220,11 +220,13 @@ def test_sweep_grids_name_real_cases_and_options():
     import inspect
 
     from attnkit.bench.sweeps import SWEEPS, sweep_providers
+    from attnkit.mqa_decode import mqa_decode_attention
     from attnkit.relbias import relbias_attention
     from attnkit.sparse_int8 import sparse_int8_attention
     from attnkit.testing import shapes
-    ops = {"relbias": relbias_attention, "sparse_int8": sparse_int8_attention}
-    own = {"relbias": set(), "sparse_int8": {"bf16_cache"}}  # the providers' own keywords (bench/providers.py)
+    ops = {"relbias": relbias_attention, "sparse_int8": sparse_int8_attention, "mqa_decode": mqa_decode_attention}
+    # the providers' own keywords (bench/providers.py)
+    own = {"relbias": set(), "sparse_int8": {"bf16_cache"}, "mqa_decode": set()}
     for name, sw in SWEEPS.items():
         params = set(inspect.signature(ops[sw.family]).parameters) | own[sw.family]
         assert all(shapes.get(c).family == sw.family for c in sw.cases), name

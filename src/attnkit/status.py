@@ -9,11 +9,15 @@ KERNEL_PATHS = {
          "6 / 8 us targets are not met)", "implemented"),
     ],
     "mqa_decode": [
-        ("head-padded (heads on M, padded to 64; gated on the H200 at b166879; the dispatched path)", "implemented"),
-        ("swap-AB (slots on M, 16 / 32 live heads on N; gated on the H200 at b166879; 1.24-1.49x faster than "
-         "head-padded for fp8 records, slower for nvfp4 but a tie at 16 heads and 1-4 tokens; the single cutoff "
-         "over both formats is none, swapab_per_format=True dispatches fp8 steps to it)", "implemented"),
-        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at b166879)", "implemented"),
+        ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca; dispatched for H other than "
+         "16 / 32, and for every H where the Gluon kernel cannot run)", "implemented"),
+        ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
+         "shared memory, warpgroup MMAs; gated on the H200 at d72dcca; the dispatched path for 16 / 32 heads on the "
+         "H200: 1.60-2.49x faster than head-padded for 1-16 tokens, 16-token step 18.7 us: the 2.2x / 1.8x and "
+         "10 us targets are met only in part)", "implemented"),
+        ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
+         "d72dcca; 1.0-1.5x head-padded for fp8, slower for nvfp4)", "implemented"),
+        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8, the bias built from its strip per tile (Triton; gated on "
