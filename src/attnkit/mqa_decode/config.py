@@ -98,7 +98,9 @@ SWAPAB_PER_FORMAT = Switch("swapab_per_format", "ATTNKIT_MQA_SWAPAB_PER_FORMAT",
 # (benchmarks/sweeps/h200-eac7955/sweep-mqa-gluon.json, paired ratios head-padded / Gluon at 8 warps, attention
 # only, T 1..64): fp8 16 heads 1.45 to 3.11, 32 heads 1.13 to 2.41; nvfp4 16 heads 1.33 to 2.43, 32 heads 1.00
 # to 1.88 (T = 1: 1.005, p20-p80 1.000-1.007; T = 2: 1.010; T = 4: 1.019). It wins at every measured T for both
-# head counts and both formats: the cutoff is the largest T measured.
+# head counts and both formats: the cutoff is the largest T measured. With the query's 16-byte stores (6991d6b,
+# benchmarks/results/mqa_decode-h200-2026-11-30-6991d6b.json) the smallest ratio is 1.60 (32 heads, 4 tokens,
+# nvfp4).
 SWAPAB_T_CUTOFF_GLUON: int | None = 64
 
 

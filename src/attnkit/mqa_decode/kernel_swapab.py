@@ -10,7 +10,8 @@ Contract   q [T, H_pad, 512] bf16 unrotated (rotated here, kernel_common.rope_q)
            partials m, l [S, T * H], acc [S, T * H, 512] fp32 (head-major rows).
 Numerics   exact record decode into bf16, fp32 accumulation; softmax in fp32, natural-log domain
            scaled by log2(e) after the maximum is subtracted.
-Dispatch   attnkit.mqa_decode.config.use_swapab (H in {16, 32} and T at most the measured cutoff).
+Dispatch   attnkit.mqa_decode.config.use_swapab (H in {16, 32} and T at most the measured cutoff); on sm_90 GPUs the
+           Gluon kernel (kernel_swapab_gluon) runs instead unless gluon=False: this kernel is its interpreter twin.
 Oracle     attnkit.reference.mqa_decode.mqa_decode_ref; gate "mqa_decode/triton_swapab".
 PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads its neighbour's scale.
 """

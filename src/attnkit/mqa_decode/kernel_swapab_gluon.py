@@ -3,21 +3,29 @@ warpgroup MMAs reading the decoded tile from shared memory.
 
 Computes   the same partials as kernel_swapab.mqa_swapab_kernel (its interpreter twin: same arguments, same
            partial layout, same numerics): per token t and split s, S^T [slots, H] = KV . Q_rot^T, the softmax
-           down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc).
+           down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc). With FUSED_MERGE the token's
+           last program to finish also merges its splits (_merge_token: kernel_merge's arithmetic), so a step is
+           one launch.
 Why        Triton loads and decodes the record tile once per MMA operand layout, and its mma v2 layout holds
            each value in two warps (docs/mqa_decode.md, the instruction census). Here the layouts are explicit:
-           one warpgroup loads the raw record bytes of a 64-slot tile in a blocked layout (16 bytes per thread per
-           load), decodes each value once, stores the bf16 tile to shared memory, and both warpgroup MMAs read
-           it there (the value product through a transposed view). The next tile's raw bytes are loaded into
-           registers before the current tile's records (PREFETCH), so one level of the gather's latency overlaps.
+           the raw record bytes of a 64-slot tile are loaded in a blocked layout (16 fp8 codes or 8 e2m1 pairs per
+           thread per load), each value is decoded once, the bf16 tile is stored to shared memory, and both
+           warpgroup MMAs read it there (the value product through a transposed view). The query is held as
+           Q [H, 512] (16-byte stores) and read transposed by the score product.
+Warps      4 (one warpgroup) or 8: two warpgroups split the heads of S^T and the 512 output rows of O^T, and the
+           decode. Options (config.py): PREFETCH loads the next tile's slot ids before the current tile's records;
+           ASYNC copies the raw records into shared memory with cp.async a tile ahead (the first while the query
+           is prepared; rows of invalid slots zero-filled).
 Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, page_size, stride] uint8;
-           swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32);
-           num_warps = 4 (one warpgroup), BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16.
+           swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
+           the fused merge, COUNT [T] int32 arrival counters (zero before the launch, zero after), SINK, OUT, LSE,
+           O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16.
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
-           from its bits, byte 0 = 2^-127; e2m1 from its bits times the e4m3 scale), fp32 accumulation, softmax in
-           fp32 in the natural-log domain scaled by log2(e) after the maximum is subtracted: as the twin.
+           from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
+           x 2^14), fp32 accumulation, softmax in fp32 in the natural-log domain scaled by log2(e) after the
+           maximum is subtracted: as the twin.
 Runs       CUDA sm_90 only (Gluon has no interpreter): the tests run the twin in the interpreter and this kernel
-           on the GPU (gate "mqa_decode/gluon_swapab").
+           on the GPU (gate "mqa_decode/gluon_swapab", tests test_gluon_*).
 PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads its neighbour's scale.
 """
 
@@ -26,8 +34,6 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
-NUM_WARPS = 4
-BLOCK_N = 64
 
 
 @gluon.jit
@@ -95,22 +101,7 @@ def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, a
     _decode_chunk(rec, ok, kv_smem, 3, BLOCK_N, NVFP4, PERTURB, L3)
     fence_async_shared()
     gl.thread_barrier()
-    H: gl.constexpr = q_smem.shape[1]
-    s = warpgroup_mma(kv_smem, q_smem, gl.zeros([BLOCK_N, H], gl.float32, layout=s_l))
-    ok_s = gl.convert_layout(ok, gl.SliceLayout(1, s_l))
-    s = gl.where(ok_s[:, None], s * sm_scale, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 0))
-    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-    p = gl.exp2((s - m_safe[None, :]) * LOG2E)
-    alpha = gl.exp2((m_i - m_safe) * LOG2E)
-    l_i = l_i * alpha + gl.sum(p, 0)
-    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
-    p_smem.store(p.to(gl.bfloat16))
-    fence_async_shared()
-    gl.thread_barrier()
-    acc = warpgroup_mma(kv_smem.permute((1, 0)), p_smem, acc)
-    gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
-    return m_new, l_i, acc
+    return _tile_products(ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
 
 
 @gluon.jit
@@ -213,11 +204,13 @@ def _decode_smem_chunk(raw_codes, raw_scales, kv_smem, c: gl.constexpr, BLOCK_N:
 
 
 @gluon.jit
-def _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
+def _tile_products(ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
                    s_l: gl.constexpr, o_l: gl.constexpr):
-    """S^T = KV . Q^T, the online softmax down the columns, O^T += KV^T . P^T (kv_smem written and fenced)."""
+    """S^T = KV . Q^T, the online softmax down the columns, O^T += KV^T . P^T (kv_smem written and fenced; ok the
+    slots' validity [BLOCK_N] in any layout)."""
     H: gl.constexpr = q_smem.shape[1]
     s = warpgroup_mma(kv_smem, q_smem, gl.zeros([BLOCK_N, H], gl.float32, layout=s_l))
+    ok_s = gl.convert_layout(ok, gl.SliceLayout(1, s_l))
     s = gl.where(ok_s[:, None], s * sm_scale, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 0))
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
