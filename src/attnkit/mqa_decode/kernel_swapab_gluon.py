@@ -64,12 +64,7 @@ def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP
         blk = c * 8 + g
         if PERTURB == 2:  # the deliberately wrong variant: each block reads its neighbour's scale
             blk = (blk + 1) % 32
-        s = gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0)
-        sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 16384.0)[:, :, None]  # e2m1 below is value x 2^-14
-        bi = b.to(gl.int32)
-        lo = _e2m1_f16_bits(bi & 0xF).to(gl.float16, bitcast=True).to(gl.float32) * sc
-        hi = _e2m1_f16_bits(bi >> 4).to(gl.float16, bitcast=True).to(gl.float32) * sc
-        x = gl.reshape(gl.join(lo.to(gl.bfloat16), hi.to(gl.bfloat16)), [BLOCK_N, 128])  # dim 2k: low nibble
+        x = _e2m1_block_values(b, gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0), BLOCK_N)
     else:
         e = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
         b = gl.load(rp + (c * 128 + g[None, :, None] * 16 + e[None, None, :]), mask=m3, other=0)
@@ -82,6 +77,17 @@ def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP
         x = gl.reshape((b.to(gl.float8e4nv, bitcast=True).to(gl.float32) * sc[:, :, None]).to(gl.bfloat16),
                        [BLOCK_N, 128])
     kv_smem.slice(c * 128, 128, dim=1).store(x)
+
+
+@gluon.jit
+def _e2m1_block_values(b, s, BLOCK_N: gl.constexpr):
+    """e2m1 pairs b [BLOCK_N, 8 blocks, 8 bytes] (even dim in the low nibble) and the blocks' e4m3 scale bytes s
+    [BLOCK_N, 8] -> the 128 values, exact in bf16 [BLOCK_N, 128]."""
+    sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 16384.0)[:, :, None]  # e2m1 below is value x 2^-14
+    bi = b.to(gl.int32)
+    lo = _e2m1_f16_bits(bi & 0xF).to(gl.float16, bitcast=True).to(gl.float32) * sc
+    hi = _e2m1_f16_bits(bi >> 4).to(gl.float16, bitcast=True).to(gl.float32) * sc
+    return gl.reshape(gl.join(lo.to(gl.bfloat16), hi.to(gl.bfloat16)), [BLOCK_N, 128])  # dim 2k: low nibble
 
 
 @gluon.jit
@@ -183,12 +189,7 @@ def _decode_smem_chunk(raw_codes, raw_scales, kv_smem, c: gl.constexpr, BLOCK_N:
     bf16) and store them to the tile."""
     if NVFP4:
         b = raw_codes.index(c).load(L3)  # [rows, 16-dim block, 8 bytes]
-        s = raw_scales.slice(c * 8, 8, dim=1).load(gl.SliceLayout(2, L3))
-        sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 16384.0)[:, :, None]  # e2m1 below is value x 2^-14
-        bi = b.to(gl.int32)
-        lo = _e2m1_f16_bits(bi & 0xF).to(gl.float16, bitcast=True).to(gl.float32) * sc
-        hi = _e2m1_f16_bits(bi >> 4).to(gl.float16, bitcast=True).to(gl.float32) * sc
-        x = gl.reshape(gl.join(lo.to(gl.bfloat16), hi.to(gl.bfloat16)), [BLOCK_N, 128])  # dim 2k: low nibble
+        x = _e2m1_block_values(b, raw_scales.slice(c * 8, 8, dim=1).load(gl.SliceLayout(2, L3)), BLOCK_N)
     else:
         b = raw_codes.index(c).load(L4)  # [rows, 32-dim block, half, 16 codes]
         if PERTURB == 2:
