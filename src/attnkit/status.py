@@ -16,7 +16,7 @@ KERNEL_PATHS = {
          "H200: 1.60-2.49x faster than head-padded for 1-16 tokens, 16-token step 18.7 us: the 2.2x / 1.8x and "
          "10 us targets are met only in part)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
-         "d72dcca; 1.0-1.5x head-padded for fp8, slower for nvfp4)", "implemented"),
+         "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
     ],
     "relbias": [
