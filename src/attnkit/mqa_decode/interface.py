@@ -61,8 +61,7 @@ def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else ""))
           if getattr(plan, "gluon", False) else "")
-    return (kernel + gl, H, plan.block_n, getattr(plan, "out_dc", 512),
-            plan.num_warps, fmt)
+    return (kernel + gl, H, plan.block_n, getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -83,18 +82,21 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
     each token's splits itself (its last program to finish), so the step is one launch. gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
-    ahead (the first tile's while the query is prepared).
-    swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default
-    off): the rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff
-    over both formats. num_splits: slot-list splits per token (default: the split rule);
+    ahead (the first tile's while the query is prepared). Defaults and their measurements: ``config.py``.
+    swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
+    rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
+    formats. num_splits: slot-list splits per token (default: the split rule);
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
     out [T, H, 512] bf16, lse [T, H] fp32, workspace (``mqa_decode_workspace``): optional caller-owned
     buffers; with all three given and validate=False a call allocates nothing and syncs nothing (the
-    workspace is sized for the largest step; a step of fewer tokens uses its front).
-    Launches: the attention kernel and the finishing merge (plus the MXFP8 quantizer when asked).
+    workspace is sized for the largest step; a step of fewer tokens uses its front; its last elements are the
+    fused merge's arrival counters, which must be zero before a call and are zero after one:
+    ``mqa_decode_workspace`` returns them zeroed).
+    Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
+    quantizer when asked).
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -131,8 +133,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import interpreting
-    from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, gluon_runs, headpad_plan,
-                         swapab_plan, use_swapab)
+    from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, gluon_runs,
+                         headpad_plan, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
@@ -232,9 +234,11 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
 
 
 def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int = 128, topk: int = 512,
-                         kernel=None, comp_format: str = "fp8", swapab_per_format=None, gluon=None) -> torch.Tensor:
+                         kernel=None, comp_format: str = "fp8", swapab_per_format=None, gluon=None,
+                         gluon_warps=None, gluon_async=None) -> torch.Tensor:
     """The split partials buffer for steps of up to ``max_tokens`` tokens of a layer (fixed H, list lengths),
-    to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture)."""
+    to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture); the options that
+    change the split count must be the step's. Zeroed: its last elements are the fused merge's counters."""
     from .config import SWAPAB_GLUON, SWAPAB_PER_FORMAT, gluon_runs, headpad_plan, swapab_plan, use_swapab
     dev = torch.device(device)
     use_gluon = SWAPAB_GLUON.resolve(gluon)
@@ -245,7 +249,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
         k = kernel or ("swapab" if use_swapab(T, num_heads, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format),
                                               gluon=use_gluon) else "headpad")
         if k == "swapab":
-            plan = swapab_plan(T, num_heads, window + topk, sm, None, dev.type, gluon=use_gluon)
+            plan = swapab_plan(T, num_heads, window + topk, sm, None, dev.type, gluon=use_gluon,
+                               gluon_warps=gluon_warps, gluon_async=gluon_async)
         else:
             plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type)
         sr = plan.num_splits * T * num_heads

@@ -135,15 +135,14 @@ def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_sme
 def _issue_tile(CACHE, IDX_ROW, p0, p1, first, stride_rec, raw_codes, raw_scales, BLOCK_N: gl.constexpr,
                 NVFP4: gl.constexpr, PERTURB: gl.constexpr, cp_l: gl.constexpr, sc_l: gl.constexpr):
     """ASYNC: start copying the raw records of the tile at list positions p0 .. p0 + BLOCK_N (bounded by p1) into
-    shared memory (cp.async, 16 bytes per copy; rows of invalid slots are zero-filled) and commit the group:
-    codes into raw_codes [128-dim chunk, BLOCK_N, 128 | 64 bytes], scale bytes [BLOCK_N, 16 | 32] into raw_scales (fp8 with PERTURB
-    2: the 16 scale bytes twice, so that a block can read its neighbour's, the deliberately wrong variant)."""
+    shared memory (cp.async; rows of invalid slots are zero-filled) and commit the group: the codes into raw_codes
+    [128-dim chunk, BLOCK_N, ...] in the layout the decode reads them with, the scale bytes [BLOCK_N, 16 | 32]
+    into raw_scales (fp8 with PERTURB 2: the 16 scale bytes twice, so that a block can read its neighbour's, the
+    deliberately wrong variant)."""
     if NVFP4:
-        CB: gl.constexpr = 256
         SB: gl.constexpr = 256
         SN: gl.constexpr = 32
     else:
-        CB: gl.constexpr = 512
         SB: gl.constexpr = 512
         SN: gl.constexpr = 16
     # per 128-dim chunk, in the layout the decode reads it with (each thread reads back the bytes it copied)
