@@ -3,6 +3,7 @@ benchmarks/sweeps/)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..options import IntOption, Switch
@@ -163,7 +164,15 @@ def gluon_runs(device) -> bool:
     import torch
     if os.environ.get("TRITON_INTERPRET", "0") == "1" or getattr(device, "type", device) != "cuda":
         return False
-    if torch.cuda.get_device_capability(device) != (9, 0):
+    index = torch.device(device).index
+    return _gluon_on_sm90(torch.cuda.current_device() if index is None else index)
+
+
+@functools.lru_cache(maxsize=None)
+def _gluon_on_sm90(index: int) -> bool:
+    """Per CUDA device, asked once (every step asks): sm_90 and Gluon importable."""
+    import torch
+    if torch.cuda.get_device_capability(index) != (9, 0):
         return False
     try:
         import triton.experimental.gluon  # noqa: F401

@@ -71,12 +71,17 @@ def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP
         blk = c * 4 + g // 2
         if PERTURB == 2:
             blk = (blk + 1) % 16
-        sb = gl.load(rec[:, None] + 512 + blk[None, :], mask=m2, other=0).to(gl.int32)
-        # 2^(byte - 127) from the bits; byte 0 is 2^-127, an fp32 subnormal
-        sc = gl.where(sb == 0, 5.877471754111438e-39, (sb << 23).to(gl.float32, bitcast=True))
+        sc = _ue8m0_scale(gl.load(rec[:, None] + 512 + blk[None, :], mask=m2, other=0))
         x = gl.reshape((b.to(gl.float8e4nv, bitcast=True).to(gl.float32) * sc[:, :, None]).to(gl.bfloat16),
                        [BLOCK_N, 128])
     kv_smem.slice(c * 128, 128, dim=1).store(x)
+
+
+@gluon.jit
+def _ue8m0_scale(s):
+    """UE8M0 scale bytes -> 2^(byte - 127) in fp32, from the bits; byte 0 is 2^-127, an fp32 subnormal."""
+    sb = s.to(gl.int32)
+    return gl.where(sb == 0, 5.877471754111438e-39, (sb << 23).to(gl.float32, bitcast=True))
 
 
 @gluon.jit
@@ -195,9 +200,7 @@ def _decode_smem_chunk(raw_codes, raw_scales, kv_smem, c: gl.constexpr, BLOCK_N:
             s = raw_scales.slice(c * 4 + 1, 4, dim=1).load(gl.SliceLayout(2, gl.SliceLayout(3, L4)))
         else:
             s = raw_scales.slice(c * 4, 4, dim=1).load(gl.SliceLayout(2, gl.SliceLayout(3, L4)))
-        sb = s.to(gl.int32)
-        # 2^(byte - 127) from the bits; byte 0 is 2^-127, an fp32 subnormal
-        sc = gl.where(sb == 0, 5.877471754111438e-39, (sb << 23).to(gl.float32, bitcast=True))
+        sc = _ue8m0_scale(s)
         x = gl.reshape((b.to(gl.float8e4nv, bitcast=True).to(gl.float32) * sc[:, :, None, None]).to(gl.bfloat16),
                        [BLOCK_N, 128])
     kv_smem.slice(c * 128, 128, dim=1).store(x)
