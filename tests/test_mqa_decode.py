@@ -99,7 +99,7 @@ def test_warmup_follows_the_gluon_dispatch(device):
     """The default rule where the Gluon kernel runs: swap-AB for 16 heads (either format); the warm-up compiles the
     key a step launches. On a machine without it, the Triton rule (head-padded)."""
     from attnkit.mqa_decode import interface as I
-    from attnkit.mqa_decode.config import gluon_runs
+    from attnkit._runtime import gluon_runs
     inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 1)
     keys = I.mqa_decode_warmup(32, inp["q"].shape[1], "nvfp4", device, window=inp["swa_idx"].shape[1],
                                topk=inp["comp_idx"].shape[1], max_tokens=2)
@@ -277,7 +277,7 @@ def test_gluon_dispatch_rule_and_plan():
 
 
 def test_gluon_option_is_checked(device, monkeypatch):
-    from attnkit.mqa_decode.config import gluon_runs
+    from attnkit._runtime import gluon_runs
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
     with pytest.raises(ValueError, match="gluon"):
         mqa_headpad_call(inp, kernel="swapab", gluon="true")
@@ -291,7 +291,7 @@ def test_gluon_option_is_checked(device, monkeypatch):
 
 
 def _gluon_or_skip():
-    from attnkit.mqa_decode.config import gluon_runs
+    from attnkit._runtime import gluon_runs
     if not gluon_runs(torch.device("cuda")):
         pytest.skip("needs an sm_90 GPU (the Gluon kernel): not a pass")
 

@@ -143,3 +143,61 @@ def test_heads_must_be_a_multiple(device):
     i = _inp(device)  # Hq = 12, Hkv = 2
     with pytest.raises(ValueError, match="k_cache: Hq=3"):
         sparse_int8_attention(i["q"][:, :3].contiguous(), *_args(i)[1:])
+
+
+def test_gluon_rule_and_its_errors(device):
+    """The Gluon kernel is the rule's swap-AB integer-score tile wherever it can run (gluon_ok), and only there;
+    asking for it where it cannot run, or with an option it does not take, is a ValueError naming the option."""
+    p = plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True)
+    assert p.gluon and (p.swap_ab, p.qk_int8, p.block_n, p.num_warps) == (True, True, 64, 4)
+    assert not plan(2048, 2, 12, 2048, 132, None, 256).gluon  # cannot run: the Triton tile
+    assert not plan(8, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # decode: not the rule's tile
+    assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, swap_ab=False).gluon
+    assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, gluon=False).gluon
+    p = plan(8, 2, 12, 2048, 132, None, 64, gluon_ok=True, gluon=True)  # forced: the tile it is, any D, split-K
+    assert p.gluon and (p.swap_ab, p.qk_int8, p.block_n, p.num_warps, p.direct) == (True, True, 64, 4, False)
+    for kw, match in ((dict(), "sm_90"), (dict(gluon_ok=True, swap_ab=False), "swap_ab"),
+                      (dict(gluon_ok=True, qk_int8=False), "qk_int8"), (dict(gluon_ok=True, block_n=32), "64"),
+                      (dict(gluon_ok=True, num_warps=8), "4 warps")):
+        with pytest.raises(ValueError, match="gluon: .*" + match):
+            plan(8, 2, 12, 2048, 132, None, 256, gluon=True, **kw)
+    i = _inp(device, "sparse_int8-decode-r1-g4-n65")
+    with pytest.raises(ValueError, match="gluon"):
+        sparse_int8_attention(*_args(i), gluon=True, pipeline=True)
+    with pytest.raises(ValueError, match="pv_split"):
+        sparse_int8_attention(*_args(i), gluon=True, pv_split=False)
+    from attnkit._runtime import gluon_runs
+    if not gluon_runs(torch.device(device)):
+        with pytest.raises(ValueError, match="gluon: the Gluon kernel runs on CUDA sm_90"):
+            sparse_int8_attention(*_args(i), gluon=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-prefill-r140-g4-n20-direct",
+                                  "sparse_int8-decode-r16-g16-n8192-strided", "sparse_int8-prefill-r128-g12-n2048",
+                                  "sparse_int8-edge-n0", "sparse_int8-edge-all-invalid-rows",
+                                  "sparse_int8-model-prefill-r2048-q8x", "sparse_int8-matrix-g12-n2112-r128"])
+@pytest.mark.parametrize("tps", [None, 1])
+def test_gluon_matches_the_triton_twin(case, tps):
+    """The Gluon kernel against its Triton twin (the same swap-AB integer-score tile): the same program plan, the
+    same integer scores and softmax; only the fp32 sums inside the bf16 MMAs may add in another order. Also
+    repeatable bit for bit run to run."""
+    from attnkit._runtime import gluon_runs
+    if not gluon_runs(torch.device("cuda")):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
+    i = _inp("cuda", case)
+    kw = dict(tiles_per_split=tps, swap_ab=True, qk_int8=True)
+    ref, ref_lse = sparse_int8_ref(*_args(i), scale=i["scale"])
+    g, g_lse = sparse_int8_kernel_call(i, None, gluon=True, **kw)  # into poisoned outputs
+    g2, g2_lse = sparse_int8_kernel_call(i, None, gluon=True, **kw)
+    t, t_lse = sparse_int8_kernel_call(i, None, gluon=False, **kw)
+    assert torch.equal(g, g2) and torch.equal(g_lse, g2_lse)
+    assert unwritten(g) == 0 and unwritten(g_lse) == 0
+    base, base_lse = sparse_int8_baseline(i)
+    c = compare(g, ref, base, lse=g_lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+    # within a few bf16 ulps of the twin everywhere, and equal LSEs to fp32 rounding of the sums
+    diff = (g.float() - t.float()).abs()
+    assert (diff <= 4 * 2.0 ** -8 * t.float().abs() + 1e-30).float().mean() > 0.999, diff.max()
+    fin = torch.isfinite(t_lse)
+    assert torch.equal(fin, torch.isfinite(g_lse)) and torch.allclose(g_lse[fin], t_lse[fin], rtol=1e-5, atol=1e-5)

@@ -69,7 +69,14 @@ CASES = ["folded-query-rounding", "signed-value-cancellation", "large-common-log
 
 
 LOOPS = {"rule": {}, "pipelined-loop": dict(pipeline=True), "swap-ab": dict(swap_ab=True),
-         "swap-ab-qk-int8": dict(swap_ab=True, qk_int8=True)}
+         "swap-ab-qk-int8": dict(swap_ab=True, qk_int8=True), "gluon": dict(gluon=True)}
+
+
+def _needs(opts, device):
+    """The Gluon kernel runs on sm_90 GPUs only: elsewhere its cases are skipped (not passed)."""
+    from attnkit._runtime import gluon_runs
+    if opts.get("gluon") and not gluon_runs(torch.device(device)):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU")
 
 
 def _run(name, mode, placement, device, pv_split=None, perturb=None, **opts):
@@ -97,6 +104,7 @@ def _run(name, mode, placement, device, pv_split=None, perturb=None, **opts):
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
 @pytest.mark.parametrize("name", CASES)
 def test_corner_case_to_one_bf16_ulp(name, mode, placement, loop, device):
+    _needs(LOOPS[loop], device)
     out, answer = _run(name, mode, placement, device, **LOOPS[loop])
     err = (out - answer).abs().max().item()
     assert err <= _bf16_ulp(answer), f"{name}: got {out[0, :2].tolist()}, want {answer} (ulp {_bf16_ulp(answer)})"
@@ -110,9 +118,12 @@ def test_without_the_probability_split_the_cancellation_is_lost(device):
     assert (out - answer).abs().max().item() > _bf16_ulp(answer)
 
 
+@pytest.mark.parametrize("loop", ["rule", "gluon"])
 @pytest.mark.parametrize("name", ["tiny-value-scale", "huge-value-scale-deep-candidate"])
-def test_value_scale_before_accumulation_in_fp16_is_caught(name, device):
-    out, answer = _run(name, "decode", "split-apart", device, perturb="value-scale-before-accumulation")
+def test_value_scale_before_accumulation_in_fp16_is_caught(name, loop, device):
+    _needs(LOOPS[loop], device)
+    out, answer = _run(name, "decode", "split-apart", device, perturb="value-scale-before-accumulation",
+                       **LOOPS[loop])
     assert not ((out - answer).abs().max().item() <= _bf16_ulp(answer))
 
 
@@ -138,13 +149,15 @@ def _tiny_differential(mode, device, **opts):
     return out[:, 0, :].double().cpu(), 1.0 / (1.0 + math.exp(-gap))
 
 
+@pytest.mark.parametrize("loop", ["swap-ab-qk-int8", "gluon"])
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
-def test_qk_int8_budget_sends_a_tiny_differential_to_the_split_bf16_query(mode, device):
+def test_qk_int8_budget_sends_a_tiny_differential_to_the_split_bf16_query(mode, loop, device):
     """The int8 digits of q'' hold it to 2^-27 of its row's largest element, so an element 2^-32 of it is lost; the
     budget must send that program to the split-bf16 query. With the budget lifted the answer is wrong (0.5, not
     sigmoid(0.5): the check can fail); with it, within one bf16 ulp. A query whose digits are exact
     (folded-query-rounding) is right with the budget lifted."""
-    opts = dict(swap_ab=True, qk_int8=True)
+    _needs(LOOPS[loop], device)
+    opts = LOOPS[loop]
     out, answer = _tiny_differential(mode, device, **opts, _qk_int8_budget=float("inf"))
     assert (out - 0.5).abs().max().item() <= _bf16_ulp(0.5)
     out, answer = _tiny_differential(mode, device, **opts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -24,3 +25,24 @@ def check_device(name: str, t: torch.Tensor) -> None:
 def require(cond: bool, name: str, msg: str) -> None:
     if not cond:
         raise ValueError(f"{name}: {msg}")
+
+
+def gluon_runs(device) -> bool:
+    """Whether a Gluon kernel for Hopper can run on `device`: a CUDA sm_90 GPU, not Triton's interpreter (Gluon
+    has none)."""
+    if interpreting() or getattr(device, "type", device) != "cuda":
+        return False
+    index = torch.device(device).index
+    return _gluon_on_sm90(torch.cuda.current_device() if index is None else index)
+
+
+@functools.lru_cache(maxsize=None)
+def _gluon_on_sm90(index: int) -> bool:
+    """Per CUDA device, asked once (every step asks): sm_90 and Gluon importable."""
+    if torch.cuda.get_device_capability(index) != (9, 0):
+        return False
+    try:
+        import triton.experimental.gluon  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..testing import shapes
 from .providers import Provider, _mqa_ours, _relbias_ours, _sparse_ours
 
 
@@ -279,6 +280,15 @@ SWEEPS: dict[str, Sweep] = {
         ("bf16cache-swap-bn64", dict(bf16_cache=True, swap_ab=True, block_n=64)),
     )),
 }
+
+SWEEPS["sparse_int8-gluon"] = Sweep(
+    "sparse_int8", "the swap-AB integer-score tile as a Gluon kernel for sm_90 (key codes copied into shared memory "
+    "for the integer MMAs, value codes converted once; two programs per SM) against the Triton rule, on every model "
+    "and adversarial case; the Gluon kernel also with the split target at two programs per SM",
+    tuple(c.id for c in shapes.cases("sparse_int8", tier=shapes.BENCH, group="sparse_int8-model")),
+    (("triton", dict(gluon=False)),
+     ("gluon", dict(gluon=True)),
+     ("gluon-c2", dict(gluon=True, ctas_per_sm=2))))
 
 SWEEPS["mqa-gluon"] = Sweep(
     "mqa_decode", "swap-AB in Gluon (64-slot tiles, one warpgroup, each value decoded once) against the Triton "

@@ -46,7 +46,7 @@ class Gate:
         if self.needs in ("cuda", "sm90") and device != "cuda":
             return False, "needs a CUDA GPU"
         if self.needs == "sm90":
-            from ..mqa_decode.config import gluon_runs
+            from .._runtime import gluon_runs
             if not gluon_runs(torch.device("cuda")):
                 return False, "needs an sm_90 GPU (a Gluon kernel)"
         return True, ""

@@ -231,6 +231,19 @@ register(Gate(
 ))
 
 register(Gate(
+    name="sparse_int8/gluon",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",  # an int8 cache's kernel
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True),
+    what="kernel: Gluon swap-AB integer-score tiles for sm_90 (key codes copied straight into shared memory for "
+         "integer warpgroup MMAs, value codes converted once into a bf16 tile; the split-bf16 query where a row's "
+         "digits miss the budget), direct or split-K + merge as dispatched, on every shape",
+    needs="sm90",
+    perturbations=_SPARSE_PERTURBATIONS,
+))
+
+register(Gate(
     name="sparse_int8/triton_split1",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),

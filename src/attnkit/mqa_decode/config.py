@@ -3,7 +3,6 @@ benchmarks/sweeps/)."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from ..options import IntOption, Switch
@@ -155,30 +154,6 @@ GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", False,
 # 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
 # 180-255 registers x 256 threads: one
 GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
-
-
-def gluon_runs(device) -> bool:
-    """Whether the Gluon swap-AB kernel can run on `device` (a CUDA sm_90 GPU, not the interpreter)."""
-    import os
-
-    import torch
-    if os.environ.get("TRITON_INTERPRET", "0") == "1" or getattr(device, "type", device) != "cuda":
-        return False
-    index = torch.device(device).index
-    return _gluon_on_sm90(torch.cuda.current_device() if index is None else index)
-
-
-@functools.lru_cache(maxsize=None)
-def _gluon_on_sm90(index: int) -> bool:
-    """Per CUDA device, asked once (every step asks): sm_90 and Gluon importable."""
-    import torch
-    if torch.cuda.get_device_capability(index) != (9, 0):
-        return False
-    try:
-        import triton.experimental.gluon  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,

@@ -132,9 +132,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(bool(torch.isfinite(q).all()), "q", "holds a non-finite value")
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
-    from .._runtime import interpreting
-    from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, gluon_runs,
-                         headpad_plan, swapab_plan, use_swapab)
+    from .._runtime import gluon_runs, interpreting
+    from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, headpad_plan,
+                         swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
@@ -239,7 +239,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
     """The split partials buffer for steps of up to ``max_tokens`` tokens of a layer (fixed H, list lengths),
     to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture); the options that
     change the split count must be the step's. Zeroed: its last elements are the fused merge's counters."""
-    from .config import SWAPAB_GLUON, SWAPAB_PER_FORMAT, gluon_runs, headpad_plan, swapab_plan, use_swapab
+    from .._runtime import gluon_runs
+    from .config import SWAPAB_GLUON, SWAPAB_PER_FORMAT, headpad_plan, swapab_plan, use_swapab
     dev = torch.device(device)
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     use_gluon = gluon_runs(dev) if use_gluon is None else use_gluon

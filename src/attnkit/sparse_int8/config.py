@@ -72,6 +72,10 @@ QK_INT8 = Switch("qk_int8", "ATTNKIT_SPARSE_INT8_QK_INT8", None,
                  "query (2^-27 of its row's largest element; a program whose rows' digits could move a score by "
                  "more than 2^-10 nats takes the split-bf16 query), so no key is converted; default: with the "
                  "swap_ab rule")
+GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
+               "the swap-AB integer-score tiles as a Gluon kernel for sm_90 (key codes copied straight into shared "
+               "memory for the integer MMAs, value codes converted once into a bf16 tile); default: wherever the "
+               "rule takes those tiles and the kernel can run (a CUDA sm_90 GPU, 16-byte-aligned int8 caches)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -87,13 +91,16 @@ class Plan:
     num_stages: int = 2
     swap_ab: bool = False
     qk_int8: bool = False
+    gluon: bool = False  # the swap-AB integer-score tiles run as kernel_gluon's (sm_90)
 
 
 def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: int | None, head_dim: int = 256,
          block_n: int | None = None, num_warps: int | None = None, ctas_per_sm: int | None = None,
          num_stages: int | None = None, swap_ab: bool | None = None, qk_int8: bool | None = None,
-         int8_cache: bool = True) -> Plan:
-    """A pure function of shapes and device (the tile rule and its evidence: the module's docstring).
+         int8_cache: bool = True, gluon: bool | None = None, gluon_ok: bool = False) -> Plan:
+    """A pure function of shapes and device (the tile rule and its evidence: the module's docstring). gluon_ok:
+    the Gluon kernel can run here (sm_90, aligned int8 caches); gluon: the option (None: the rule, which runs the
+    swap-AB integer-score tiles as the Gluon kernel wherever it can; True: the Gluon kernel, which is those tiles).
     Registers (sm_90 cubins, compile_check with the launcher's alignment specialization): D = 256, 8 warps x 32
     candidates 174 / 164 (direct / split), 4 warps x 32 203 / 192, no spills."""
     target = ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM
@@ -114,6 +121,17 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     if qk8 and not swap:
         raise ValueError("qk_int8: is a swap-AB tile's; it needs swap_ab=True")
     qk8 = qk8 and int8_cache
+    if gluon:
+        if not gluon_ok:
+            raise ValueError("gluon: the Gluon kernel runs on CUDA sm_90 GPUs over int8 caches whose pointers and "
+                             "strides are multiples of 16 bytes")
+        if swap_ab is False or qk_int8 is False:
+            raise ValueError("gluon: the Gluon kernel is the swap-AB integer-score tile; it cannot be combined with "
+                             "swap_ab=False or qk_int8=False")
+        if block_n not in (None, 64) or num_warps not in (None, 4):
+            raise ValueError("gluon: the Gluon kernel's tile is 64 candidates at 4 warps")
+        swap, qk8 = True, True
+    use_gluon = bool(gluon_ok and swap and qk8) if gluon is None else bool(gluon)
     if swap and num_warps is None:
         warps = 4
     # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread
@@ -127,10 +145,10 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     # direct (one split, the kernel writes the output) once the rows alone fill the GPU; fewer rows than that
     # (decode, and short prefill chunks) split their candidates so that the programs do
     if direct:
-        return Plan(1, tiles * block_n, block_r, block_n, True, warps, stages, swap, qk8)
+        return Plan(1, tiles * block_n, block_r, block_n, True, warps, stages, swap, qk8, use_gluon)
     if tiles_per_split is None:
         want = -(-(target * sm_count) // max(1, T * hkv))
         splits = max(1, min(want, tiles))
         tiles_per_split = -(-tiles // splits)
     splits = -(-tiles // tiles_per_split)
-    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps, stages, swap, qk8)
+    return Plan(splits, tiles_per_split * block_n, block_r, block_n, False, warps, stages, swap, qk8, use_gluon)

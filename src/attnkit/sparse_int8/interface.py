@@ -7,10 +7,9 @@ import math
 
 import torch
 
-from .._runtime import check_device, interpreting, require
-from .config import (BLOCK_N_OPT, CTAS_OPT, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, STAGES_OPT, SUPPORTED_HEAD_DIMS, SWAP_AB, QK_INT8,
-                     TILES_PER_SPLIT,
-                     VALIDATE, WARPS_OPT, plan)
+from .._runtime import check_device, gluon_runs, interpreting, require
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT,
+                     SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
 
@@ -49,7 +48,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          validate=None,
+                          gluon=None, validate=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -63,6 +62,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
     ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
     rule's target of programs per SM), ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``),
+    ``gluon`` (the swap-AB integer-score tiles as the Gluon kernel for sm_90; default: wherever the rule takes those
+    tiles and the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
@@ -78,6 +79,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     warps_opt = WARPS_OPT.resolve(num_warps)
     stages = STAGES_OPT.resolve(num_stages)
     ctas = CTAS_OPT.resolve(ctas_per_sm)
+    use_gluon = GLUON.resolve(gluon)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     T, Hq, D = q.shape
@@ -105,8 +107,14 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
     if swap is None and (pf or pipe):  # an explicit loop choice keeps the rule's swap-AB tiles out
         swap = False
+    gluon_ok = (gluon_runs(q.device) and k_cache.dtype == torch.int8
+                and all(c.data_ptr() % 16 == 0 for c in (k_cache, v_cache))
+                and k_cache.stride(0) % 16 == 0 and k_cache.stride(1) % 16 == 0)
+    require(not (use_gluon and (pipe or pf)), "gluon", "is a swap-AB kernel with its own loop; it cannot be "
+            "combined with pipeline=True or prefetch=True")
+    require(not (use_gluon and not pv), "pv_split", "the Gluon kernel always splits the probability tile")
     p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages, swap, qk8,
-             int8_cache=k_cache.dtype == torch.int8)
+             int8_cache=k_cache.dtype == torch.int8, gluon=use_gluon, gluon_ok=gluon_ok and pv)
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -115,18 +123,24 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         l = torch.empty_like(m)
         acc = torch.empty((p.num_splits, R, D), dtype=torch.float32, device=q.device)
         e = torch.empty((R,), dtype=torch.int32, device=q.device)
-    from .kernel import sparse_int8_kernel
-    sparse_int8_kernel[(T, p.num_splits, Hkv)](
-        q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse,
-        mant, exp, C, N, p.cands_per_split,
-        q.stride(0), q.stride(1), out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1), indices.stride(0),
-        indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
-        acc.stride(0) if not p.direct else 0,
-        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-        PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe, SWAP=p.swap_ab, QK_INT8=p.qk_int8,
-        **({} if _qk_int8_budget is None else dict(QK_INT8_BUDGET=float(_qk_int8_budget))), num_warps=p.num_warps,
-        num_stages=p.num_stages,
-    )
+    args = (q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse,
+            mant, exp, C, N, p.cands_per_split,
+            q.stride(0), q.stride(1), out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1),
+            indices.stride(0), indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
+            acc.stride(0) if not p.direct else 0)
+    budget = {} if _qk_int8_budget is None else dict(QK_INT8_BUDGET=float(_qk_int8_budget))
+    if p.gluon:
+        from .kernel_gluon import sparse_int8_gluon_kernel
+        sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
+            *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
+            PERTURB=PERTURBATIONS[_perturb], **budget, num_warps=p.num_warps)
+    else:
+        from .kernel import sparse_int8_kernel
+        sparse_int8_kernel[(T, p.num_splits, Hkv)](
+            *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
+            PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe,
+            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, num_warps=p.num_warps, num_stages=p.num_stages,
+        )
     if not p.direct:
         from .. import splitk
         splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), row_exp=e, block_d=merge_block_d,

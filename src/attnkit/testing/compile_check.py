@@ -115,6 +115,11 @@ def _variants():
                     dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=sp.block_r, BLOCK_N=64, DIRECT=sp.direct,
                          PV_SPLIT=True, PREFETCH=False, PERTURB=0, DOT_F32=False, SWAP=True, QK_INT8=q8),
                     dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
+    from ..sparse_int8.kernel_gluon import sparse_int8_gluon_kernel
+    for D, direct in ((256, True), (256, False), (128, False), (64, False)):
+        out.append((f"sparse_int8_gluon D{D} direct{int(direct)}", sparse_int8_gluon_kernel, sparse_ptr("i8"),
+                    dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=64, DIRECT=direct, PERTURB=0),
+                    dict(num_warps=4)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),

@@ -1,0 +1,289 @@
+"""sparse_int8 swap-AB kernel for Hopper (sm_90) in Gluon: the key codes copied straight into shared memory and
+multiplied there by integer warpgroup MMAs, the value codes converted once into a bf16 tile in shared memory.
+
+Computes   what kernel.sparse_int8_kernel computes with SWAP and QK_INT8 (its Triton twin: the same arguments,
+           outputs, partial layout and numerics), per (token t, split, KV head g): S^T [64 candidates, rows] from the
+           int8 codes against the four int8 digits of the folded query (exact int32 sums scaled by powers of two;
+           a program whose digits miss the budget takes the split-bf16 query instead, over the codes converted to
+           bf16), the online softmax down the columns in the scaled domain, O^T [D, rows] += V^T . P^T with the
+           probability tile as a bf16 high part plus a residual; then the output and LSE (DIRECT) or the
+           un-normalized partials (m, l, acc, E) for attnkit.splitk's merge.
+Why        The Triton swap-AB loop issues about 6950 warp-instructions per 64 candidates (docs/sparse_int8.md):
+           its gathers go through registers into layouts of its own choosing, its int8 operands are re-laid out
+           for each MMA, and at 255 registers one program runs per SM with nothing to hide the gathers' latency.
+           Here the layouts are explicit: each tile's key rows go from the gather straight into the MMA's shared
+           layout (cp.async, 16 bytes a copy, a tile ahead, two buffers), the value rows are gathered into
+           registers a tile ahead and converted once (by bits) into the bf16 tile both halves of the probability
+           product read, and the query's digits sit in shared memory for the whole program.
+Warps      4 (one warpgroup); two programs fit an SM.
+Contract   as kernel.sparse_int8_kernel; int8 caches with a row stride that is a multiple of 16 bytes, BLOCK_N = 64,
+           BLOCK_R = 16 (at most 16 query heads per KV head), HEAD_DIM in {64, 128, 256}.
+Numerics   those of the twin, operation for operation: the same folded query and exponent, the same digits and
+           budget, the scores summed digit by digit in the same order (integer sums, exact), the same softmax
+           and splits; the MMAs' fp32 sums of the bf16 products may add in another order.
+Runs       CUDA sm_90 only (Gluon has no interpreter): the tests run the twin in the interpreter and this kernel
+           on the GPU (gate "sparse_int8/gluon", test_gluon_*).
+PERTURB    1: the first candidate of every split skipped; 3: the value scale applied to v before the accumulation,
+           in FP16.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
+
+from .._triton.pow2 import frexp_exp, ldexp
+from .._triton.rounding import int8_to_bf16
+from .kernel import _int8_digits
+
+LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
+
+
+@gluon.jit
+def _tile_rows(IDX_ROW, j0, c1, C, BLOCK_N: gl.constexpr, rows_l: gl.constexpr):
+    """Candidate ids of list positions j0 .. j0 + BLOCK_N (bounded by c1) and whether each may be read (in
+    [0, C): anything else is skipped, never read)."""
+    offs = j0 + gl.arange(0, BLOCK_N, layout=rows_l)
+    idx = gl.load(IDX_ROW + offs, mask=offs < c1, other=-1)
+    return idx, (idx >= 0) & (idx < C)
+
+
+@gluon.jit
+def _gather(KC, VC, kv_base, stride_kc, idx, ok, k_buf, v_raw, HEAD_DIM: gl.constexpr, ld: gl.constexpr):
+    """Start a tile: its key rows copied into k_buf and its value rows into v_raw (cp.async, 16 bytes a copy,
+    committed as one group; invalid rows zero-filled, nothing read for them)."""
+    d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, ld))
+    off = (kv_base + gl.where(ok, idx, 0).to(gl.int64) * stride_kc)[:, None] + d[None, :]
+    msk = ok[:, None] & (d[None, :] >= 0)
+    async_copy.async_copy_global_to_shared(k_buf, KC + off, mask=msk)
+    async_copy.async_copy_global_to_shared(v_raw, VC + off, mask=msk)
+    async_copy.commit_group()
+
+
+@gluon.jit
+def _i8x4_to_bf16(v):
+    """int8 codes -> bf16, exactly, four per 32-bit word: each code c's low 7 bits under the exponent of 128
+    (the bf16 128 + (c & 127)), minus 128 or 256 as c's sign bit says (0x4300 | (c & 0x80)); the difference is
+    c, exact in bf16. Two byte permutes, four logic operations and two bf16x2 subtractions (sm_90) per four codes."""
+    return gl.inline_asm_elementwise(
+        """{
+        .reg .b32 t0, t1, x0, x1, y0, y1;
+        prmt.b32 t0, $2, 0, 0x4140;
+        prmt.b32 t1, $2, 0, 0x4342;
+        lop3.b32 x0, t0, 0x007F007F, 0x43004300, 0xEA;
+        lop3.b32 y0, t0, 0x00800080, 0x43004300, 0xEA;
+        lop3.b32 x1, t1, 0x007F007F, 0x43004300, 0xEA;
+        lop3.b32 y1, t1, 0x00800080, 0x43004300, 0xEA;
+        sub.rn.bf16x2 $0, x0, y0;
+        sub.rn.bf16x2 $1, x1, y1;
+        }""",
+        "=r,=r,r",
+        [v], dtype=gl.bfloat16, is_pure=True, pack=4)
+
+
+@gluon.jit
+def _values_bf16(v, vs_row, PERTURB: gl.constexpr):
+    """Value codes [BLOCK_N, D] as bf16, exactly; PERTURB 3, the broken variant, applies the value scale first,
+    in FP16."""
+    if PERTURB == 3:
+        return (v.to(gl.float32) * vs_row[None, :]).to(gl.float16).to(gl.float32).to(gl.bfloat16)
+    else:
+        return _i8x4_to_bf16(v)
+
+
+@gluon.jit
+def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
+    """int8 codes [BLOCK_N, D] in shared memory -> bf16 into dst (_values_bf16), 16 rows at a time (few registers
+    live; each warp reads whole rows, so the 16-byte reads hit every bank once)."""
+    for r in gl.static_range(src.shape[0] // 16):
+        dst.slice(r * 16, 16, dim=0).store(_values_bf16(src.slice(r * 16, 16, dim=0).load(ld), vs_row, PERTURB))
+
+
+@gluon.jit
+def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_hi_smem,
+          p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr,
+          HEAD_DIM: gl.constexpr, PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr,
+          o_l: gl.constexpr):
+    """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
+    k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
+    loaded two tiles ahead."""
+    rows_l: gl.constexpr = gl.SliceLayout(1, ld)
+    R: gl.constexpr = qd_smem.shape[1]
+    idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
+    _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
+    idx_n, ok_n = _tile_rows(IDX_ROW, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
+    i = 0
+    for j0 in range(c0, c1, BLOCK_N):
+        stage = i % 2
+        k_smem = k_bufs.index(stage)
+        valid = _tile_rows(IDX_ROW, j0, c1, C, BLOCK_N, gl.SliceLayout(1, s_l))[1]
+        if PERTURB == 1:  # the deliberately wrong variant: the split's first candidate skipped
+            valid = valid & (j0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l)) != c0)
+        async_copy.wait_group(0)  # this tile's rows have landed
+        gl.thread_barrier()
+        if QK_INT8:
+            _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
+            fence_async_shared()
+            gl.thread_barrier()  # v_raw consumed, v_smem visible to the MMAs
+            # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
+            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
+            idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
+            zero = gl.zeros([BLOCK_N, R], gl.int32, layout=si_l)
+            s = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero).to(gl.float32) * 0.015625
+            s += warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero).to(gl.float32) * 0.0001220703125
+            s += warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero).to(gl.float32) * 9.5367431640625e-07
+            s += warpgroup_mma(k_smem, qd_smem.index(3).permute((1, 0)), zero).to(gl.float32) * 7.450580596923828e-09
+            s = gl.convert_layout(s, s_l, assert_trivial=True)
+        else:
+            # the split-bf16 query against the codes converted to bf16 (in v_smem, before the values)
+            _convert_tile(k_smem, v_smem, vs_row, 0, ld)
+            fence_async_shared()
+            gl.thread_barrier()
+            s = warpgroup_mma(v_smem, qb_smem.index(0).permute((1, 0)),
+                              gl.zeros([BLOCK_N, R], gl.float32, layout=s_l))
+            s = warpgroup_mma(v_smem, qb_smem.index(1).permute((1, 0)), s)
+            gl.thread_barrier()  # every warp's score products are done before the values overwrite the tile
+            _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
+            gl.thread_barrier()
+            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
+            idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
+        s = gl.where(valid[:, None] & row_ok_s[None, :], s, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 0))
+        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+        # natural-log differences, scaled by 2^E_r only after the maximum is subtracted
+        alpha = gl.exp2(ldexp(m_i - m_safe, E_s) * LOG2E)
+        p = gl.exp2(ldexp(s - m_safe[None, :], E_s[None, :]) * LOG2E)
+        l_i = l_i * alpha + gl.sum(p, 0)
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
+        p_hi = p.to(gl.bfloat16)
+        p_hi_smem.store(p_hi)
+        p_lo_smem.store((p - p_hi.to(gl.float32)).to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        v_t = v_smem.permute((1, 0))  # V^T [D, BLOCK_N]
+        acc = warpgroup_mma(v_t, p_hi_smem, acc)
+        acc = warpgroup_mma(v_t, p_lo_smem, acc)
+        gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
+        m_i = m_new
+        i += 1
+    async_copy.wait_group(0)  # the trailing (masked, zero-filling) group retires before the program ends
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def sparse_int8_gluon_kernel(
+    Q, KC, VC, KS, VS, IDX, M_OUT, L_OUT, ACC_OUT, E_OUT, OUT, LSE,
+    scale_mant, scale_exp, C, N, cands_per_split,
+    stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
+    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
+    DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
+):
+    NW: gl.constexpr = gl.num_warps()
+    gl.static_assert(NW == 4, "one warpgroup")
+    gl.static_assert(BLOCK_N == 64, "64 candidates per tile: one warpgroup MMA's M")
+    gl.static_assert(BLOCK_R == 16, "the query heads of a KV head on N, padded to 16")
+    D: gl.constexpr = HEAD_DIM
+    R: gl.constexpr = BLOCK_R
+    # [BLOCK_N, D] int8 rows: 16 bytes a thread
+    ld: gl.constexpr = gl.BlockedLayout([1, 16], [32 * 16 // D, D // 16], [NW, 1], [1, 0])
+    # [R, D] query: 8 dims a thread
+    q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // D, D // 8], [NW, 1], [1, 0])
+    # [D, R] output, d-contiguous: 8 dims a thread
+    st_l: gl.constexpr = gl.BlockedLayout([8, 1], [D // 8, 32 * 8 // D], [1, NW], [0, 1])
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 16])
+    si_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 32])
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 16])
+    SW8: gl.constexpr = 128 if D >= 128 else 64  # swizzle of an int8 row of D bytes
+    k_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
+    qd_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
+    qb_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
+    v_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
+    p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * R, 16, rank=2)
+
+    t = gl.program_id(0)
+    split = gl.program_id(1)
+    g = gl.program_id(2)
+
+    # ---- the folded query, exactly normalized: q' = q'' * 2^E_r (kernel.sparse_int8_kernel's arithmetic)
+    rq = gl.arange(0, R, layout=gl.SliceLayout(1, q_ld))
+    dq = gl.arange(0, D, layout=gl.SliceLayout(0, q_ld))
+    rq_ok = rq < GROUP
+    q = gl.load(Q + t.to(gl.int64) * stride_qt + (g * GROUP + rq)[:, None] * stride_qh + dq[None, :],
+                mask=rq_ok[:, None] & (dq[None, :] >= 0), other=0.0).to(gl.float32)
+    ks = gl.load(KS + g * D + dq)
+    e_q = frexp_exp(gl.max(gl.abs(q), 1))
+    e_k = frexp_exp(gl.max(gl.abs(ks), 0))
+    qf = ldexp(q, -e_q[:, None]) * ldexp(ks, -e_k)[None, :] * scale_mant
+    e_2 = frexp_exp(gl.max(gl.abs(qf), 1))
+    qn = ldexp(qf, -e_2[:, None])
+    E = e_q + e_k + scale_exp + e_2  # [R] int32
+    d_h, d_m, d_l, d_l2, frac = _int8_digits(qn)
+    int_err = ldexp(gl.sum(gl.abs(frac), 1), E - 20)
+    use_int = gl.max(int_err, 0) <= QK_INT8_BUDGET
+    qd_smem = gl.allocate_shared_memory(gl.int8, [4, R, D], qd_sl)
+    # the split-bf16 query (high part, residual) in the same bytes, for the programs that take it
+    qb_smem = qd_smem._reinterpret(gl.bfloat16, [2, R, D], qb_sl)
+    if use_int:
+        qd_smem.index(0).store(d_h)
+        qd_smem.index(1).store(d_m)
+        qd_smem.index(2).store(d_l)
+        qd_smem.index(3).store(d_l2)
+    else:
+        q_hi = qn.to(gl.bfloat16)
+        qb_smem.index(0).store(q_hi)
+        qb_smem.index(1).store((qn - q_hi.to(gl.float32)).to(gl.bfloat16))
+    k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
+    v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
+    v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
+    p_hi_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
+    p_lo_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
+    fence_async_shared()
+    gl.thread_barrier()
+
+    E_s = gl.convert_layout(E, gl.SliceLayout(0, s_l))
+    row_ok_s = gl.arange(0, R, layout=gl.SliceLayout(0, s_l)) < GROUP
+    dv = gl.arange(0, D, layout=gl.SliceLayout(0, ld))
+    vs_row = gl.load(VS + g * D + dv)  # used in the loop only by PERTURB 3
+    m_i = gl.full([R], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))  # scaled domain
+    l_i = gl.zeros([R], gl.float32, layout=gl.SliceLayout(0, s_l))
+    acc = gl.zeros([D, R], gl.float32, layout=o_l)  # O^T
+    c0 = split * cands_per_split
+    c1 = gl.minimum(c0 + cands_per_split, N)
+    idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
+    kv_base = g.to(gl.int64) * stride_kh
+    # one branch per program: the query's int8 digits where they keep every score within the budget, else the
+    # split-bf16 query (the twin's rule)
+    if use_int:
+        m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
+                              p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB,
+                              ld, s_l, si_l, o_l)
+    else:
+        m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
+                              p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB,
+                              ld, s_l, si_l, o_l)
+
+    # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
+    o = gl.convert_layout(acc, st_l)
+    do = gl.arange(0, D, layout=gl.SliceLayout(1, st_l))
+    ho = gl.arange(0, R, layout=gl.SliceLayout(0, st_l))
+    if PERTURB != 3:
+        o = o * gl.load(VS + g * D + do)[:, None]
+    hs = gl.arange(0, R, layout=gl.SliceLayout(0, s_l))
+    r_s = t.to(gl.int64) * HQ + g * GROUP + hs
+    r_o = t.to(gl.int64) * HQ + g * GROUP + ho
+    ho_ok = (ho < GROUP)[None, :] & (do[:, None] >= 0)
+    if DIRECT:
+        nonempty = l_i > 0
+        den = gl.where(nonempty, l_i, 1.0)
+        den_o = gl.convert_layout(den, gl.SliceLayout(0, st_l))
+        ne_o = gl.convert_layout(nonempty, gl.SliceLayout(0, st_l))
+        o = gl.where(ne_o[None, :], o / den_o[None, :], 0.0)
+        gl.store(OUT + t.to(gl.int64) * stride_ot + (g * GROUP + ho)[None, :] * stride_oh + do[:, None],
+                 o.to(gl.bfloat16), mask=ho_ok)
+        lse = gl.where(nonempty, ldexp(m_i, E_s) + gl.log(den), float("-inf"))
+        gl.store(LSE + r_s, lse, mask=row_ok_s)
+    else:
+        gl.store(M_OUT + split.to(gl.int64) * stride_ms + r_s, m_i, mask=row_ok_s)
+        gl.store(L_OUT + split.to(gl.int64) * stride_ms + r_s, l_i, mask=row_ok_s)
+        gl.store(ACC_OUT + split.to(gl.int64) * stride_as + r_o[None, :] * D + do[:, None], o, mask=ho_ok)
+        if split == 0:
+            gl.store(E_OUT + r_s, E_s, mask=row_ok_s)
