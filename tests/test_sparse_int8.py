@@ -157,8 +157,7 @@ def test_gluon_rule_and_its_errors(device):
     p = plan(8, 2, 12, 2048, 132, None, 64, gluon_ok=True, gluon=True)  # forced: the tile it is, any D, split-K
     assert p.gluon and (p.swap_ab, p.qk_int8, p.block_n, p.num_warps, p.direct) == (True, True, 64, 4, False)
     for kw, match in ((dict(), "sm_90"), (dict(gluon_ok=True, swap_ab=False), "swap_ab"),
-                      (dict(gluon_ok=True, qk_int8=False), "qk_int8"), (dict(gluon_ok=True, block_n=32), "64"),
-                      (dict(gluon_ok=True, num_warps=8), "4 warps")):
+                      (dict(gluon_ok=True, qk_int8=False), "qk_int8"), (dict(gluon_ok=True, block_n=32), "64")):
         with pytest.raises(ValueError, match="gluon: .*" + match):
             plan(8, 2, 12, 2048, 132, None, 256, gluon=True, **kw)
     i = _inp(device, "sparse_int8-decode-r1-g4-n65")

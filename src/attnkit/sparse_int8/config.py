@@ -76,6 +76,9 @@ GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
                "the swap-AB integer-score tiles as a Gluon kernel for sm_90 (key codes copied straight into shared "
                "memory for the integer MMAs, value codes converted once into a bf16 tile); default: wherever the "
                "rule takes those tiles and the kernel can run (a CUDA sm_90 GPU, 16-byte-aligned int8 caches)")
+GLUON_ASYNC_MMA = Switch("gluon_async_mma", "ATTNKIT_SPARSE_INT8_GLUON_ASYNC_MMA", False,
+                         "the Gluon kernel issues each tile's four score products (and its two value products) back "
+                         "to back and waits once, instead of waiting for each")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -128,8 +131,8 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
         if swap_ab is False or qk_int8 is False:
             raise ValueError("gluon: the Gluon kernel is the swap-AB integer-score tile; it cannot be combined with "
                              "swap_ab=False or qk_int8=False")
-        if block_n not in (None, 64) or num_warps not in (None, 4):
-            raise ValueError("gluon: the Gluon kernel's tile is 64 candidates at 4 warps")
+        if block_n not in (None, 64) or num_warps not in (None, 4, 8):
+            raise ValueError("gluon: the Gluon kernel's tile is 64 candidates at 4 or 8 warps")
         swap, qk8 = True, True
     use_gluon = bool(gluon_ok and swap and qk8) if gluon is None else bool(gluon)
     if swap and num_warps is None:

@@ -29,7 +29,8 @@ PERTURB    1: the first candidate of every split skipped; 3: the value scale app
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
+from triton.experimental.gluon.language.nvidia.hopper import (async_copy, fence_async_shared, warpgroup_mma,
+                                                               warpgroup_mma_wait)
 
 from .._triton.pow2 import frexp_exp, ldexp
 from .._triton.rounding import int8_to_bf16
@@ -102,7 +103,7 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_hi_smem,
           p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr,
           HEAD_DIM: gl.constexpr, PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr,
-          o_l: gl.constexpr):
+          o_l: gl.constexpr, ASYNC_MMA: gl.constexpr):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead."""
@@ -128,10 +129,21 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
             zero = gl.zeros([BLOCK_N, R], gl.int32, layout=si_l)
-            s = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero).to(gl.float32) * 0.015625
-            s += warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero).to(gl.float32) * 0.0001220703125
-            s += warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero).to(gl.float32) * 9.5367431640625e-07
-            s += warpgroup_mma(k_smem, qd_smem.index(3).permute((1, 0)), zero).to(gl.float32) * 7.450580596923828e-09
+            if ASYNC_MMA:  # the four digit products issued back to back, one wait
+                s0 = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero, is_async=True)
+                s1 = warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero, is_async=True)
+                s2 = warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero, is_async=True)
+                s3 = warpgroup_mma(k_smem, qd_smem.index(3).permute((1, 0)), zero, is_async=True)
+                s0, s1, s2, s3 = warpgroup_mma_wait(0, deps=[s0, s1, s2, s3])
+            else:
+                s0 = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero)
+                s1 = warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero)
+                s2 = warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero)
+                s3 = warpgroup_mma(k_smem, qd_smem.index(3).permute((1, 0)), zero)
+            s = s0.to(gl.float32) * 0.015625
+            s += s1.to(gl.float32) * 0.0001220703125
+            s += s2.to(gl.float32) * 9.5367431640625e-07
+            s += s3.to(gl.float32) * 7.450580596923828e-09
             s = gl.convert_layout(s, s_l, assert_trivial=True)
         else:
             # the split-bf16 query against the codes converted to bf16 (in v_smem, before the values)
@@ -160,8 +172,13 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         fence_async_shared()
         gl.thread_barrier()
         v_t = v_smem.permute((1, 0))  # V^T [D, BLOCK_N]
-        acc = warpgroup_mma(v_t, p_hi_smem, acc)
-        acc = warpgroup_mma(v_t, p_lo_smem, acc)
+        if ASYNC_MMA:
+            acc = warpgroup_mma(v_t, p_hi_smem, acc, is_async=True)
+            acc = warpgroup_mma(v_t, p_lo_smem, acc, is_async=True)
+            acc = warpgroup_mma_wait(0, deps=[acc])
+        else:
+            acc = warpgroup_mma(v_t, p_hi_smem, acc)
+            acc = warpgroup_mma(v_t, p_lo_smem, acc)
         gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
         m_i = m_new
         i += 1
@@ -176,9 +193,11 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
+    ASYNC_MMA: gl.constexpr = False,
 ):
     NW: gl.constexpr = gl.num_warps()
-    gl.static_assert(NW == 4, "one warpgroup")
+    WG: gl.constexpr = NW // 4  # warpgroups: 1, or 2 that split the heads (columns) of S^T and O^T
+    gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
     gl.static_assert(BLOCK_N == 64, "64 candidates per tile: one warpgroup MMA's M")
     gl.static_assert(BLOCK_R == 16, "the query heads of a KV head on N, padded to 16")
     D: gl.constexpr = HEAD_DIM
@@ -189,9 +208,9 @@ def sparse_int8_gluon_kernel(
     q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // D, D // 8], [NW, 1], [1, 0])
     # [D, R] output, d-contiguous: 8 dims a thread
     st_l: gl.constexpr = gl.BlockedLayout([8, 1], [D // 8, 32 * 8 // D], [1, NW], [0, 1])
-    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 16])
-    si_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 32])
-    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 16])
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
+    si_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 32])
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
     SW8: gl.constexpr = 128 if D >= 128 else 64  # swizzle of an int8 row of D bytes
     k_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
     qd_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
@@ -255,11 +274,11 @@ def sparse_int8_gluon_kernel(
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB,
-                              ld, s_l, si_l, o_l)
+                              ld, s_l, si_l, o_l, ASYNC_MMA)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB,
-                              ld, s_l, si_l, o_l)
+                              ld, s_l, si_l, o_l, ASYNC_MMA)
 
     # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
     o = gl.convert_layout(acc, st_l)
