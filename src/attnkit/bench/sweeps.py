@@ -290,15 +290,13 @@ SWEEPS["sparse_int8-gluon"] = Sweep(
      ("gluon", dict(gluon=True)),
      ("gluon-c2", dict(gluon=True, ctas_per_sm=2))))
 
-SWEEPS["sparse_int8-gluon-2"] = Sweep(
-    "sparse_int8", "the Gluon kernel at 4 and 8 warps (two warpgroups splitting the heads), each with its products "
-    "waited for one by one or issued back to back (gluon_async_mma), against the Triton rule",
+SWEEPS["sparse_int8-gluon-3"] = Sweep(
+    "sparse_int8", "the Gluon kernel with its tile as two wide products (gluon_wide: each shared key and value tile "
+    "read once) against six, against the Triton rule",
     _SP_CASES + ("sparse_int8-model-prefill-r8192-c8k",),
     (("triton", dict(gluon=False)),
-     ("gluon-w4", dict(gluon=True, num_warps=4)),
-     ("gluon-w4-am", dict(gluon=True, num_warps=4, gluon_async_mma=True)),
-     ("gluon-w8", dict(gluon=True, num_warps=8)),
-     ("gluon-w8-am", dict(gluon=True, num_warps=8, gluon_async_mma=True))))
+     ("gluon", dict(gluon=True)),
+     ("gluon-wide", dict(gluon=True, gluon_wide=True))))
 
 SWEEPS["mqa-gluon"] = Sweep(
     "mqa_decode", "swap-AB in Gluon (64-slot tiles, one warpgroup, each value decoded once) against the Triton "

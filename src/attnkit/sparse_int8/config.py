@@ -76,9 +76,10 @@ GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
                "the swap-AB integer-score tiles as a Gluon kernel for sm_90 (key codes copied straight into shared "
                "memory for the integer MMAs, value codes converted once into a bf16 tile); default: wherever the "
                "rule takes those tiles and the kernel can run (a CUDA sm_90 GPU, 16-byte-aligned int8 caches)")
-GLUON_ASYNC_MMA = Switch("gluon_async_mma", "ATTNKIT_SPARSE_INT8_GLUON_ASYNC_MMA", False,
-                         "the Gluon kernel issues each tile's four score products (and its two value products) back "
-                         "to back and waits once, instead of waiting for each")
+GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_SPARSE_INT8_GLUON_WIDE", False,
+                    "the Gluon kernel's tile as two wide products (the four query digits as 64 columns of one "
+                    "integer MMA, the probability tile's high and residual halves as 32 columns of one bf16 MMA) "
+                    "instead of six, so each key and value tile is read from shared memory once")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

@@ -103,7 +103,7 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_hi_smem,
           p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr,
           HEAD_DIM: gl.constexpr, PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr,
-          o_l: gl.constexpr, ASYNC_MMA: gl.constexpr):
+          o_l: gl.constexpr, si4_l: gl.constexpr, WIDE: gl.constexpr):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead."""
@@ -128,14 +128,15 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
             _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
-            zero = gl.zeros([BLOCK_N, R], gl.int32, layout=si_l)
-            if ASYNC_MMA:  # the four digit products issued back to back, one wait
-                s0 = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero, is_async=True)
-                s1 = warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero, is_async=True)
-                s2 = warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero, is_async=True)
-                s3 = warpgroup_mma(k_smem, qd_smem.index(3).permute((1, 0)), zero, is_async=True)
-                s0, s1, s2, s3 = warpgroup_mma_wait(0, deps=[s0, s1, s2, s3])
+            if WIDE:  # one product for the four digits: Q_digits [4 R, D], row 16 i + h (digit i of head h)
+                s4 = warpgroup_mma(k_smem, qd_smem._reinterpret(gl.int8, [4 * R, HEAD_DIM], qd_smem.layout).permute((1, 0)),
+                                   gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si4_l))
+                s4 = gl.reshape(gl.permute(gl.reshape(s4, [BLOCK_N, 4, R]), (0, 2, 1)), [BLOCK_N, R, 2, 2])
+                s_even, s_odd = gl.split(s4)  # digits (0, 2) and (1, 3)
+                s0, s2 = gl.split(s_even)
+                s1, s3 = gl.split(s_odd)
             else:
+                zero = gl.zeros([BLOCK_N, R], gl.int32, layout=si_l)
                 s0 = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero)
                 s1 = warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero)
                 s2 = warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero)
@@ -144,7 +145,7 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             s += s1.to(gl.float32) * 0.0001220703125
             s += s2.to(gl.float32) * 9.5367431640625e-07
             s += s3.to(gl.float32) * 7.450580596923828e-09
-            s = gl.convert_layout(s, s_l, assert_trivial=True)
+            s = gl.convert_layout(s, s_l)
         else:
             # the split-bf16 query against the codes converted to bf16 (in v_smem, before the values)
             _convert_tile(k_smem, v_smem, vs_row, 0, ld)
@@ -165,18 +166,23 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         alpha = gl.exp2(ldexp(m_i - m_safe, E_s) * LOG2E)
         p = gl.exp2(ldexp(s - m_safe[None, :], E_s[None, :]) * LOG2E)
         l_i = l_i * alpha + gl.sum(p, 0)
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
         p_hi = p.to(gl.bfloat16)
-        p_hi_smem.store(p_hi)
-        p_lo_smem.store((p - p_hi.to(gl.float32)).to(gl.bfloat16))
-        fence_async_shared()
-        gl.thread_barrier()
+        p_lo = (p - p_hi.to(gl.float32)).to(gl.bfloat16)
         v_t = v_smem.permute((1, 0))  # V^T [D, BLOCK_N]
-        if ASYNC_MMA:
-            acc = warpgroup_mma(v_t, p_hi_smem, acc, is_async=True)
-            acc = warpgroup_mma(v_t, p_lo_smem, acc, is_async=True)
-            acc = warpgroup_mma_wait(0, deps=[acc])
+        if WIDE:  # one product for both halves: P^T [BLOCK_N, 2 R] = (high | residual), O^T [D, 2 R]
+            a2 = gl.reshape(gl.permute(gl.join(alpha, alpha), (1, 0)), [2 * R])
+            acc = acc * gl.convert_layout(a2, gl.SliceLayout(0, o_l))[None, :]
+            p_hi_smem.slice(0, R, dim=1).store(p_hi)
+            p_hi_smem.slice(R, R, dim=1).store(p_lo)
+            fence_async_shared()
+            gl.thread_barrier()
+            acc = warpgroup_mma(v_t, p_hi_smem, acc)
         else:
+            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
+            p_hi_smem.store(p_hi)
+            p_lo_smem.store(p_lo)
+            fence_async_shared()
+            gl.thread_barrier()
             acc = warpgroup_mma(v_t, p_hi_smem, acc)
             acc = warpgroup_mma(v_t, p_lo_smem, acc)
         gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
@@ -193,7 +199,7 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
-    ASYNC_MMA: gl.constexpr = False,
+    WIDE: gl.constexpr = False,
 ):
     NW: gl.constexpr = gl.num_warps()
     WG: gl.constexpr = NW // 4  # warpgroups: 1, or 2 that split the heads (columns) of S^T and O^T
@@ -210,7 +216,12 @@ def sparse_int8_gluon_kernel(
     st_l: gl.constexpr = gl.BlockedLayout([8, 1], [D // 8, 32 * 8 // D], [1, NW], [0, 1])
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
     si_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 32])
-    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
+    # WIDE: the four digits' scores in one product [BLOCK_N, 4 R], and O^T [D, 2 R] (high | residual columns)
+    si4_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, 4 * R // WG, 32])
+    if WIDE:
+        o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, 2 * R // WG, 16])
+    else:
+        o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
     SW8: gl.constexpr = 128 if D >= 128 else 64  # swizzle of an int8 row of D bytes
     k_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
     qd_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
@@ -253,7 +264,10 @@ def sparse_int8_gluon_kernel(
     k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
     v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
     v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
-    p_hi_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
+    if WIDE:
+        p_hi_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 2 * R], gl.NVMMASharedLayout(4 * R, 16, rank=2))
+    else:
+        p_hi_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
     p_lo_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
     fence_async_shared()
     gl.thread_barrier()
@@ -264,7 +278,7 @@ def sparse_int8_gluon_kernel(
     vs_row = gl.load(VS + g * D + dv)  # used in the loop only by PERTURB 3
     m_i = gl.full([R], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))  # scaled domain
     l_i = gl.zeros([R], gl.float32, layout=gl.SliceLayout(0, s_l))
-    acc = gl.zeros([D, R], gl.float32, layout=o_l)  # O^T
+    acc = gl.zeros([D, 2 * R if WIDE else R], gl.float32, layout=o_l)  # O^T
     c0 = split * cands_per_split
     c1 = gl.minimum(c0 + cands_per_split, N)
     idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
@@ -274,13 +288,16 @@ def sparse_int8_gluon_kernel(
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB,
-                              ld, s_l, si_l, o_l, ASYNC_MMA)
+                              ld, s_l, si_l, o_l, si4_l, WIDE)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB,
-                              ld, s_l, si_l, o_l, ASYNC_MMA)
+                              ld, s_l, si_l, o_l, si4_l, WIDE)
 
     # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
+    if WIDE:  # the high and residual columns' sums added
+        o_hi, o_lo = gl.split(gl.permute(gl.reshape(acc, [D, 2, R]), (0, 2, 1)))
+        acc = o_hi + o_lo
     o = gl.convert_layout(acc, st_l)
     do = gl.arange(0, D, layout=gl.SliceLayout(1, st_l))
     ho = gl.arange(0, R, layout=gl.SliceLayout(0, st_l))
