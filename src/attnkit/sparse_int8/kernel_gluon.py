@@ -108,7 +108,7 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
-    R: gl.constexpr = qd_smem.shape[1]
+    R: gl.constexpr = qd_smem.shape[0] // 4
     idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
     _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
     idx_n, ok_n = _tile_rows(IDX_ROW, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
@@ -129,18 +129,17 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
             if WIDE:  # one product for the four digits: Q_digits [4 R, D], row 16 i + h (digit i of head h)
-                s4 = warpgroup_mma(k_smem, qd_smem._reinterpret(gl.int8, [4 * R, HEAD_DIM], qd_smem.layout).permute((1, 0)),
-                                   gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si4_l))
+                s4 = warpgroup_mma(k_smem, qd_smem.permute((1, 0)), gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si4_l))
                 s4 = gl.reshape(gl.permute(gl.reshape(s4, [BLOCK_N, 4, R]), (0, 2, 1)), [BLOCK_N, R, 2, 2])
                 s_even, s_odd = gl.split(s4)  # digits (0, 2) and (1, 3)
                 s0, s2 = gl.split(s_even)
                 s1, s3 = gl.split(s_odd)
             else:
                 zero = gl.zeros([BLOCK_N, R], gl.int32, layout=si_l)
-                s0 = warpgroup_mma(k_smem, qd_smem.index(0).permute((1, 0)), zero)
-                s1 = warpgroup_mma(k_smem, qd_smem.index(1).permute((1, 0)), zero)
-                s2 = warpgroup_mma(k_smem, qd_smem.index(2).permute((1, 0)), zero)
-                s3 = warpgroup_mma(k_smem, qd_smem.index(3).permute((1, 0)), zero)
+                s0 = warpgroup_mma(k_smem, qd_smem.slice(0 * R, R, dim=0).permute((1, 0)), zero)
+                s1 = warpgroup_mma(k_smem, qd_smem.slice(1 * R, R, dim=0).permute((1, 0)), zero)
+                s2 = warpgroup_mma(k_smem, qd_smem.slice(2 * R, R, dim=0).permute((1, 0)), zero)
+                s3 = warpgroup_mma(k_smem, qd_smem.slice(3 * R, R, dim=0).permute((1, 0)), zero)
             s = s0.to(gl.float32) * 0.015625
             s += s1.to(gl.float32) * 0.0001220703125
             s += s2.to(gl.float32) * 9.5367431640625e-07
@@ -172,8 +171,7 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         if WIDE:  # one product for both halves: P^T [BLOCK_N, 2 R] = (high | residual), O^T [D, 2 R]
             a2 = gl.reshape(gl.permute(gl.join(alpha, alpha), (1, 0)), [2 * R])
             acc = acc * gl.convert_layout(a2, gl.SliceLayout(0, o_l))[None, :]
-            p_hi_smem.slice(0, R, dim=1).store(p_hi)
-            p_hi_smem.slice(R, R, dim=1).store(p_lo)
+            p_hi_smem.store(gl.reshape(gl.permute(gl.join(p_hi, p_lo), (0, 2, 1)), [BLOCK_N, 2 * R]))
             fence_async_shared()
             gl.thread_barrier()
             acc = warpgroup_mma(v_t, p_hi_smem, acc)
@@ -249,14 +247,16 @@ def sparse_int8_gluon_kernel(
     d_h, d_m, d_l, d_l2, frac = _int8_digits(qn)
     int_err = ldexp(gl.sum(gl.abs(frac), 1), E - 20)
     use_int = gl.max(int_err, 0) <= QK_INT8_BUDGET
-    qd_smem = gl.allocate_shared_memory(gl.int8, [4, R, D], qd_sl)
+    # the digits as Q_digits [4 R, D] (row 16 i + h: digit i of head h); an NVMMA tile of 4 R rows is not four
+    # tiles of R rows laid end to end (its 128-byte column blocks span all rows), so it is allocated as one
+    qd_smem = gl.allocate_shared_memory(gl.int8, [4 * R, D], qd_sl)
     # the split-bf16 query (high part, residual) in the same bytes, for the programs that take it
     qb_smem = qd_smem._reinterpret(gl.bfloat16, [2, R, D], qb_sl)
     if use_int:
-        qd_smem.index(0).store(d_h)
-        qd_smem.index(1).store(d_m)
-        qd_smem.index(2).store(d_l)
-        qd_smem.index(3).store(d_l2)
+        qd_smem.slice(0 * R, R, dim=0).store(d_h)
+        qd_smem.slice(1 * R, R, dim=0).store(d_m)
+        qd_smem.slice(2 * R, R, dim=0).store(d_l)
+        qd_smem.slice(3 * R, R, dim=0).store(d_l2)
     else:
         q_hi = qn.to(gl.bfloat16)
         qb_smem.index(0).store(q_hi)
