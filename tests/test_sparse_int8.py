@@ -151,13 +151,19 @@ def test_gluon_rule_and_its_errors(device):
     p = plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True)
     assert p.gluon and (p.swap_ab, p.qk_int8, p.block_n, p.num_warps) == (True, True, 64, 4)
     assert not plan(2048, 2, 12, 2048, 132, None, 256).gluon  # cannot run: the Triton tile
-    assert not plan(8, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # decode: not the rule's tile
+    assert plan(8, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # splits from 4 rows
+    assert plan(4, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon
+    assert not plan(3, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # 1 to 3 rows: the Triton rule
+    assert not plan(2048, 2, 12, 2048, 132, None, 128, gluon_ok=True).gluon  # D < 256: not timed
+    assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, int8_cache=False).gluon
+    assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, num_warps=8).gluon  # an option it cannot take
     assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, swap_ab=False).gluon
     assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, gluon=False).gluon
     p = plan(8, 2, 12, 2048, 132, None, 64, gluon_ok=True, gluon=True)  # forced: the tile it is, any D, split-K
     assert p.gluon and (p.swap_ab, p.qk_int8, p.block_n, p.num_warps, p.direct) == (True, True, 64, 4, False)
     for kw, match in ((dict(), "sm_90"), (dict(gluon_ok=True, swap_ab=False), "swap_ab"),
-                      (dict(gluon_ok=True, qk_int8=False), "qk_int8"), (dict(gluon_ok=True, block_n=32), "64")):
+                      (dict(gluon_ok=True, qk_int8=False), "qk_int8"), (dict(gluon_ok=True, block_n=32), "64"),
+                      (dict(gluon_ok=True, num_warps=8), "4 warps")):
         with pytest.raises(ValueError, match="gluon: .*" + match):
             plan(8, 2, 12, 2048, 132, None, 256, gluon=True, **kw)
     i = _inp(device, "sparse_int8-decode-r1-g4-n65")

@@ -283,20 +283,12 @@ SWEEPS: dict[str, Sweep] = {
 
 SWEEPS["sparse_int8-gluon"] = Sweep(
     "sparse_int8", "the swap-AB integer-score tile as a Gluon kernel for sm_90 (key codes copied into shared memory "
-    "for the integer MMAs, value codes converted once; two programs per SM) against the Triton rule, on every model "
+    "for the integer MMA, value codes converted once; two programs per SM) against the Triton kernels, on every model "
     "and adversarial case; the Gluon kernel also with the split target at two programs per SM",
     tuple(c.id for c in shapes.cases("sparse_int8", tier=shapes.BENCH, group="sparse_int8-model")),
     (("triton", dict(gluon=False)),
      ("gluon", dict(gluon=True)),
      ("gluon-c2", dict(gluon=True, ctas_per_sm=2))))
-
-SWEEPS["sparse_int8-gluon-3"] = Sweep(
-    "sparse_int8", "the Gluon kernel with its tile as two wide products (gluon_wide: each shared key and value tile "
-    "read once) against six, against the Triton rule",
-    _SP_CASES + ("sparse_int8-model-prefill-r8192-c8k",),
-    (("triton", dict(gluon=False)),
-     ("gluon", dict(gluon=True)),
-     ("gluon-wide", dict(gluon=True, gluon_wide=True))))
 
 SWEEPS["mqa-gluon"] = Sweep(
     "mqa_decode", "swap-AB in Gluon (64-slot tiles, one warpgroup, each value decoded once) against the Triton "

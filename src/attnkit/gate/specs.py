@@ -196,16 +196,16 @@ def _sparse_other_loop(inp, perturb=None):
     """The candidate loop the default (attnkit.sparse_int8.config.PIPELINE) does not pick, without swap-AB tiles,
     on every shape."""
     from ..sparse_int8.config import PIPELINE
-    return sparse_int8_kernel_call(inp, perturb, pipeline=not PIPELINE.default, swap_ab=False)
+    return sparse_int8_kernel_call(inp, perturb, pipeline=not PIPELINE.default, swap_ab=False, gluon=False)
 
 
 register(Gate(
     name="sparse_int8/triton",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),
-    subject=sparse_int8_kernel_call,
-    what="kernel: Triton sparse INT8 attention as dispatched (direct once the rows fill the GPU, split-K + "
-         "merge for fewer)",
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=False),
+    what="kernel: Triton sparse INT8 attention as dispatched off sm_90, or with gluon=False (direct once the rows "
+         "fill the GPU, split-K + merge for fewer)",
     perturbations=_SPARSE_PERTURBATIONS,
 ))
 
@@ -223,7 +223,7 @@ register(Gate(
     name="sparse_int8/triton_swap_ab",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, swap_ab=True, qk_int8=True),
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, swap_ab=True, qk_int8=True, gluon=False),
     what="kernel: Triton sparse INT8 attention with swap-AB tiles (candidates on M, heads on N) and the scores "
          "from integer MMAs of the codes against the query's int8 digits (the split-bf16 query where a row's "
          "digits miss the budget), as dispatched otherwise",
@@ -236,9 +236,10 @@ register(Gate(
     groups=tuple(shapes.groups("sparse_int8")),
     applies=lambda c: c.get("cache_dtype", "int8") != "bf16",  # an int8 cache's kernel
     subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True),
-    what="kernel: Gluon swap-AB integer-score tiles for sm_90 (key codes copied straight into shared memory for "
-         "integer warpgroup MMAs, value codes converted once into a bf16 tile; the split-bf16 query where a row's "
-         "digits miss the budget), direct or split-K + merge as dispatched, on every shape",
+    what="kernel: Gluon swap-AB integer-score tile for sm_90 (key codes copied straight into shared memory for one "
+         "integer warpgroup MMA against the query's four digits, value codes converted once into a bf16 tile for one "
+         "MMA against both probability halves; the split-bf16 query where a row's digits miss the budget), direct or "
+         "split-K + merge as planned, on every shape (the path dispatched on sm_90 at D = 256 from 4 rows)",
     needs="sm90",
     perturbations=_SPARSE_PERTURBATIONS,
 ))
@@ -247,7 +248,7 @@ register(Gate(
     name="sparse_int8/triton_split1",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, tiles_per_split=1),
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, tiles_per_split=1, gluon=False),
     what="kernel: Triton sparse INT8 attention forced to one candidate tile per split (every split boundary "
          "exercised, trailing splits empty where N is not a multiple of the tile)",
     perturbations=(

@@ -40,6 +40,16 @@ from dataclasses import dataclass
 from ..options import IntOption, Switch
 
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
+# Gluon kernel rule (kernel_gluon.py, sm_90), from sweeps on the H200 (model shapes, medians in us; Triton rule /
+# Gluon): benchmarks/sweeps/h200-a590028/sweep-sparse_int8-gluon-3.json, the kernel's final form (two wide products a
+# tile): prefill 128 rows 135.0 / 100.9, 2048 rows 2038 / 1515, 8192 rows 7935 / 5893; decode 1 row 8.9 / 10.0,
+# 8 rows 22.5 / 18.8. Its first form (six products a tile, benchmarks/sweeps/h200-406d46d/sweep-sparse_int8-gluon.json),
+# slower than the final one everywhere it was timed against it: decode 2 rows 11.2 / 11.4, 4 rows 16.6 / 14.6. So:
+# the direct path and splits from 4 rows; 1 row keeps the Triton rule (2 and 3 rows too: not shown to win). At 8 warps
+# (two warpgroups splitting the heads, each reading the whole key tile) the first form took 1.7x as long at 2048 rows
+# (benchmarks/sweeps/h200-83d3f17/sweep-sparse_int8-gluon-2.json); issuing a tile's products back to back with one
+# wait gained nothing (same sweep). Neither is an option any more.
+GLUON_MIN_SPLIT_ROWS = 4
 MAX_GROUP = 16
 DECODE_MAX_ROWS = 16
 BLOCK_N = 64  # candidates per tile; 32 at D = 256 (see plan)
@@ -73,13 +83,11 @@ QK_INT8 = Switch("qk_int8", "ATTNKIT_SPARSE_INT8_QK_INT8", None,
                  "more than 2^-10 nats takes the split-bf16 query), so no key is converted; default: with the "
                  "swap_ab rule")
 GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
-               "the swap-AB integer-score tiles as a Gluon kernel for sm_90 (key codes copied straight into shared "
-               "memory for the integer MMAs, value codes converted once into a bf16 tile); default: wherever the "
-               "rule takes those tiles and the kernel can run (a CUDA sm_90 GPU, 16-byte-aligned int8 caches)")
-GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_SPARSE_INT8_GLUON_WIDE", False,
-                    "the Gluon kernel's tile as two wide products (the four query digits as 64 columns of one "
-                    "integer MMA, the probability tile's high and residual halves as 32 columns of one bf16 MMA) "
-                    "instead of six, so each key and value tile is read from shared memory once")
+               "the swap-AB integer-score tile as a Gluon kernel for sm_90 (key codes copied straight into shared "
+               "memory for one integer MMA against the query's four digits, value codes converted once into a bf16 "
+               "tile for one MMA against both probability halves); default: the rule (D = 256 over an int8 cache, "
+               "the direct path and splits from 4 rows) wherever the kernel can run (a CUDA sm_90 GPU, int8 caches "
+               "whose pointers and strides are multiples of 16 bytes)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 
@@ -103,8 +111,8 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
          num_stages: int | None = None, swap_ab: bool | None = None, qk_int8: bool | None = None,
          int8_cache: bool = True, gluon: bool | None = None, gluon_ok: bool = False) -> Plan:
     """A pure function of shapes and device (the tile rule and its evidence: the module's docstring). gluon_ok:
-    the Gluon kernel can run here (sm_90, aligned int8 caches); gluon: the option (None: the rule, which runs the
-    swap-AB integer-score tiles as the Gluon kernel wherever it can; True: the Gluon kernel, which is those tiles).
+    the Gluon kernel can run here (sm_90, aligned int8 caches); gluon: the option (None: the rule, True: the Gluon
+    kernel, which is the swap-AB integer-score tile, False: the Triton kernels).
     Registers (sm_90 cubins, compile_check with the launcher's alignment specialization): D = 256, 8 warps x 32
     candidates 174 / 164 (direct / split), 4 warps x 32 203 / 192, no spills."""
     target = ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM
@@ -125,17 +133,22 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     if qk8 and not swap:
         raise ValueError("qk_int8: is a swap-AB tile's; it needs swap_ab=True")
     qk8 = qk8 and int8_cache
-    if gluon:
+    # the Gluon kernel (sm_90): the same swap-AB integer-score tile, 64 candidates at 4 warps; the rule where it was
+    # timed faster (GLUON_RULE_EVIDENCE): D = 256 over an int8 cache, the direct path and splits from 4 rows
+    gluon_rule = (gluon_ok and int8_cache and head_dim >= 256 and (direct or T >= GLUON_MIN_SPLIT_ROWS)
+                  and swap_ab is not False and qk_int8 is not False and block_n in (None, 64)
+                  and num_warps in (None, 4))
+    use_gluon = gluon_rule if gluon is None else bool(gluon)
+    if use_gluon:
         if not gluon_ok:
             raise ValueError("gluon: the Gluon kernel runs on CUDA sm_90 GPUs over int8 caches whose pointers and "
                              "strides are multiples of 16 bytes")
         if swap_ab is False or qk_int8 is False:
             raise ValueError("gluon: the Gluon kernel is the swap-AB integer-score tile; it cannot be combined with "
                              "swap_ab=False or qk_int8=False")
-        if block_n not in (None, 64) or num_warps not in (None, 4, 8):
-            raise ValueError("gluon: the Gluon kernel's tile is 64 candidates at 4 or 8 warps")
+        if block_n not in (None, 64) or num_warps not in (None, 4):
+            raise ValueError("gluon: the Gluon kernel's tile is 64 candidates at 4 warps")
         swap, qk8 = True, True
-    use_gluon = bool(gluon_ok and swap and qk8) if gluon is None else bool(gluon)
     if swap and num_warps is None:
         warps = 4
     # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread

@@ -8,7 +8,7 @@ import math
 import torch
 
 from .._runtime import check_device, gluon_runs, interpreting, require
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_WIDE, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT,
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
@@ -48,7 +48,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, gluon_wide=None, validate=None,
+                          gluon=None, validate=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -62,9 +62,9 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``block_n`` / ``num_warps`` (the tile: candidates per tile and warps per program; default the plan's rule),
     ``num_stages`` (Triton's software-pipeline stages of the tile loop; default the plan's rule), ``ctas_per_sm`` (the split
     rule's target of programs per SM), ``merge_block_d`` (output dims per merge program, ``ATTNKIT_MERGE_BLOCK_D``),
-    ``gluon`` (the swap-AB integer-score tiles as the Gluon kernel for sm_90; default: wherever the rule takes those
-    tiles and the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes),
-    ``gluon_wide`` (the Gluon kernel's tile as two wide products, each shared tile read once),
+    ``gluon`` (the swap-AB integer-score tile as the Gluon kernel for sm_90; default: the rule in config.py, wherever
+    the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
+    the Triton kernels),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
@@ -81,7 +81,6 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     stages = STAGES_OPT.resolve(num_stages)
     ctas = CTAS_OPT.resolve(ctas_per_sm)
     use_gluon = GLUON.resolve(gluon)
-    wide = GLUON_WIDE.resolve(gluon_wide)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     T, Hq, D = q.shape
@@ -135,7 +134,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         from .kernel_gluon import sparse_int8_gluon_kernel
         sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-            PERTURB=PERTURBATIONS[_perturb], WIDE=wide, **budget, num_warps=p.num_warps)
+            PERTURB=PERTURBATIONS[_perturb], **budget, num_warps=p.num_warps)
     else:
         from .kernel import sparse_int8_kernel
         sparse_int8_kernel[(T, p.num_splits, Hkv)](

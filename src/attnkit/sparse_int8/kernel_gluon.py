@@ -100,13 +100,13 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
 
 
 @gluon.jit
-def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_hi_smem,
-          p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr,
-          HEAD_DIM: gl.constexpr, PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr,
-          o_l: gl.constexpr, si4_l: gl.constexpr, WIDE: gl.constexpr):
+def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_smem, m_i, l_i,
+          acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+          PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
-    loaded two tiles ahead."""
+    loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
+    of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
     idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
@@ -128,18 +128,13 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
             _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
-            if WIDE:  # one product for the four digits: Q_digits [4 R, D], row 16 i + h (digit i of head h)
-                s4 = warpgroup_mma(k_smem, qd_smem.permute((1, 0)), gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si4_l))
-                s4 = gl.reshape(gl.permute(gl.reshape(s4, [BLOCK_N, 4, R]), (0, 2, 1)), [BLOCK_N, R, 2, 2])
-                s_even, s_odd = gl.split(s4)  # digits (0, 2) and (1, 3)
-                s0, s2 = gl.split(s_even)
-                s1, s3 = gl.split(s_odd)
-            else:
-                zero = gl.zeros([BLOCK_N, R], gl.int32, layout=si_l)
-                s0 = warpgroup_mma(k_smem, qd_smem.slice(0 * R, R, dim=0).permute((1, 0)), zero)
-                s1 = warpgroup_mma(k_smem, qd_smem.slice(1 * R, R, dim=0).permute((1, 0)), zero)
-                s2 = warpgroup_mma(k_smem, qd_smem.slice(2 * R, R, dim=0).permute((1, 0)), zero)
-                s3 = warpgroup_mma(k_smem, qd_smem.slice(3 * R, R, dim=0).permute((1, 0)), zero)
+            # S4 [BLOCK_N, 4 R], column 16 i + h: digit i of head h; each thread holds a column's four digits
+            s4 = warpgroup_mma(k_smem, qd_smem.permute((1, 0)), gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si_l))
+            s4 = gl.reshape(gl.permute(gl.reshape(s4, [BLOCK_N, 4, R]), (0, 2, 1)), [BLOCK_N, R, 2, 2])
+            s_even, s_odd = gl.split(s4)  # digits (0, 2) and (1, 3)
+            s0, s2 = gl.split(s_even)
+            s1, s3 = gl.split(s_odd)
+            # exact int32 sums scaled by powers of two, added in the twin's order
             s = s0.to(gl.float32) * 0.015625
             s += s1.to(gl.float32) * 0.0001220703125
             s += s2.to(gl.float32) * 9.5367431640625e-07
@@ -165,24 +160,15 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         alpha = gl.exp2(ldexp(m_i - m_safe, E_s) * LOG2E)
         p = gl.exp2(ldexp(s - m_safe[None, :], E_s[None, :]) * LOG2E)
         l_i = l_i * alpha + gl.sum(p, 0)
+        # O^T [D, 2 R]: columns h (the high half's products) and R + h (the residual's), both scaled by alpha_h
+        alpha2 = gl.reshape(gl.permute(gl.join(alpha, alpha), (1, 0)), [2 * R])
+        acc = acc * gl.convert_layout(alpha2, gl.SliceLayout(0, o_l))[None, :]
         p_hi = p.to(gl.bfloat16)
         p_lo = (p - p_hi.to(gl.float32)).to(gl.bfloat16)
-        v_t = v_smem.permute((1, 0))  # V^T [D, BLOCK_N]
-        if WIDE:  # one product for both halves: P^T [BLOCK_N, 2 R] = (high | residual), O^T [D, 2 R]
-            a2 = gl.reshape(gl.permute(gl.join(alpha, alpha), (1, 0)), [2 * R])
-            acc = acc * gl.convert_layout(a2, gl.SliceLayout(0, o_l))[None, :]
-            p_hi_smem.store(gl.reshape(gl.permute(gl.join(p_hi, p_lo), (0, 2, 1)), [BLOCK_N, 2 * R]))
-            fence_async_shared()
-            gl.thread_barrier()
-            acc = warpgroup_mma(v_t, p_hi_smem, acc)
-        else:
-            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
-            p_hi_smem.store(p_hi)
-            p_lo_smem.store(p_lo)
-            fence_async_shared()
-            gl.thread_barrier()
-            acc = warpgroup_mma(v_t, p_hi_smem, acc)
-            acc = warpgroup_mma(v_t, p_lo_smem, acc)
+        p_smem.store(gl.reshape(gl.permute(gl.join(p_hi, p_lo), (0, 2, 1)), [BLOCK_N, 2 * R]))  # P^T (high | residual)
+        fence_async_shared()
+        gl.thread_barrier()
+        acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem, acc)  # V^T [D, BLOCK_N] . P^T
         gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
         m_i = m_new
         i += 1
@@ -197,11 +183,9 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
-    WIDE: gl.constexpr = False,
 ):
     NW: gl.constexpr = gl.num_warps()
-    WG: gl.constexpr = NW // 4  # warpgroups: 1, or 2 that split the heads (columns) of S^T and O^T
-    gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
+    gl.static_assert(NW == 4, "one warpgroup")
     gl.static_assert(BLOCK_N == 64, "64 candidates per tile: one warpgroup MMA's M")
     gl.static_assert(BLOCK_R == 16, "the query heads of a KV head on N, padded to 16")
     D: gl.constexpr = HEAD_DIM
@@ -212,20 +196,16 @@ def sparse_int8_gluon_kernel(
     q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // D, D // 8], [NW, 1], [1, 0])
     # [D, R] output, d-contiguous: 8 dims a thread
     st_l: gl.constexpr = gl.BlockedLayout([8, 1], [D // 8, 32 * 8 // D], [1, NW], [0, 1])
-    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
-    si_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 32])
-    # WIDE: the four digits' scores in one product [BLOCK_N, 4 R], and O^T [D, 2 R] (high | residual columns)
-    si4_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, 4 * R // WG, 32])
-    if WIDE:
-        o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, 2 * R // WG, 16])
-    else:
-        o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, R // WG, 16])
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, R, 16])
+    # the four digits' scores in one product [BLOCK_N, 4 R]; O^T [D, 2 R] (high | residual columns)
+    si_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, 4 * R, 32])
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, 2 * R, 16])
     SW8: gl.constexpr = 128 if D >= 128 else 64  # swizzle of an int8 row of D bytes
     k_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
     qd_sl: gl.constexpr = gl.NVMMASharedLayout(SW8, 8, rank=2)
     qb_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
     v_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
-    p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * R, 16, rank=2)
+    p_sl: gl.constexpr = gl.NVMMASharedLayout(4 * R, 16, rank=2)
 
     t = gl.program_id(0)
     split = gl.program_id(1)
@@ -264,11 +244,7 @@ def sparse_int8_gluon_kernel(
     k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
     v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
     v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
-    if WIDE:
-        p_hi_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 2 * R], gl.NVMMASharedLayout(4 * R, 16, rank=2))
-    else:
-        p_hi_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
-    p_lo_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, R], p_sl)
+    p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 2 * R], p_sl)
     fence_async_shared()
     gl.thread_barrier()
 
@@ -278,7 +254,7 @@ def sparse_int8_gluon_kernel(
     vs_row = gl.load(VS + g * D + dv)  # used in the loop only by PERTURB 3
     m_i = gl.full([R], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))  # scaled domain
     l_i = gl.zeros([R], gl.float32, layout=gl.SliceLayout(0, s_l))
-    acc = gl.zeros([D, 2 * R if WIDE else R], gl.float32, layout=o_l)  # O^T
+    acc = gl.zeros([D, 2 * R], gl.float32, layout=o_l)  # O^T, the high and residual halves' sums
     c0 = split * cands_per_split
     c1 = gl.minimum(c0 + cands_per_split, N)
     idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
@@ -287,17 +263,16 @@ def sparse_int8_gluon_kernel(
     # split-bf16 query (the twin's rule)
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
-                              p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB,
-                              ld, s_l, si_l, o_l, si4_l, WIDE)
+                              p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB, ld, s_l, si_l,
+                              o_l)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
-                              p_hi_smem, p_lo_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB,
-                              ld, s_l, si_l, o_l, si4_l, WIDE)
+                              p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB, ld, s_l, si_l,
+                              o_l)
 
     # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
-    if WIDE:  # the high and residual columns' sums added
-        o_hi, o_lo = gl.split(gl.permute(gl.reshape(acc, [D, 2, R]), (0, 2, 1)))
-        acc = o_hi + o_lo
+    o_hi, o_lo = gl.split(gl.permute(gl.reshape(acc, [D, 2, R]), (0, 2, 1)))  # the halves' sums added
+    acc = o_hi + o_lo
     o = gl.convert_layout(acc, st_l)
     do = gl.arange(0, D, layout=gl.SliceLayout(1, st_l))
     ho = gl.arange(0, R, layout=gl.SliceLayout(0, st_l))
