@@ -56,8 +56,9 @@ PROVIDERS: dict[str, list[Provider]] = {
         Provider("attnkit_triton", "sparse_int8", "ours", "attnkit.sparse_int8.sparse_int8_attention with gluon=False: "
                  "the Triton kernels (what runs off sm_90; on sm_90, what the Gluon kernel replaces)",
                  lambda inp: _sparse_ours(inp, gluon=False)),
-        Provider("attnkit_bf16_cache", "sparse_int8", "floor", "the same attnkit kernel over a bf16 cache (the "
-                 "int8 codes held in bf16): what an INT8 cache buys", lambda inp: _sparse_ours(inp, bf16_cache=True)),
+        Provider("attnkit_bf16_cache", "sparse_int8", "floor", "the attnkit Triton kernels over a bf16 cache (the "
+                 "int8 codes held in bf16; the Gluon kernel takes int8 caches only): what an INT8 cache buys the "
+                 "Triton kernels", lambda inp: _sparse_ours(inp, bf16_cache=True)),
         Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
                  lambda inp: peers.sparse_int8_torch(inp)),
     ],

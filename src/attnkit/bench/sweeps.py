@@ -290,6 +290,15 @@ SWEEPS["sparse_int8-gluon"] = Sweep(
      ("gluon", dict(gluon=True)),
      ("gluon-c2", dict(gluon=True, ctas_per_sm=2))))
 
+SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
+    "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
+    "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",
+    ("sparse_int8-model-decode-r8-c32k", "sparse_int8-model-prefill-r2048-c8k"),
+    (("triton", dict(gluon=False)),
+     ("gluon", dict(gluon=True)),
+     ("gluon-fallback", dict(gluon=True, _qk_int8_budget=0.0)),
+     ("triton-fallback", dict(gluon=False, swap_ab=True, qk_int8=True, _qk_int8_budget=0.0))))
+
 SWEEPS["mqa-gluon"] = Sweep(
     "mqa_decode", "swap-AB in Gluon (64-slot tiles, one warpgroup, each value decoded once) against the Triton "
     "swap-AB and head-padded kernels; the Gluon kernel with and without the next tile's slot ids prefetched",
