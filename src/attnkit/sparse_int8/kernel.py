@@ -23,7 +23,8 @@ Numerics   The folded query q' = q * key_scale * scale is formed from power-of-t
 Loops      the hand-written prefetch (indices two tiles ahead; the rule except below), PIPE (the plain loop,
            Triton's pipeliner), SWAP (swap-AB: candidates on the MMA's M side, the heads on N, O^T accumulated
            and transposed once; the rule on the direct path at D = 256 over an int8 cache, with QK_INT8).
-Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config).
+Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config). On sm_90 the swap-AB integer-score
+           tile runs as kernel_gluon's Gluon kernel where the rule says so; this loop is its interpreter twin.
 Oracle     attnkit.reference.sparse_int8 (partials: sparse_int8_partials_ref); gates "sparse_int8/triton",
            "sparse_int8/triton_other_loop", "sparse_int8/triton_swap_ab", "sparse_int8/triton_split1".
 PERTURB    1: the first candidate of every split skipped; 3: value scale applied to v before the

@@ -1,5 +1,6 @@
 """sparse_int8 swap-AB kernel for Hopper (sm_90) in Gluon: the key codes copied straight into shared memory and
-multiplied there by integer warpgroup MMAs, the value codes converted once into a bf16 tile in shared memory.
+multiplied there by one integer warpgroup MMA against the query's four digits, the value codes converted once into a
+bf16 tile for one MMA against both halves of the probability tile.
 
 Computes   what kernel.sparse_int8_kernel computes with SWAP and QK_INT8 (its Triton twin: the same arguments,
            outputs, partial layout and numerics), per (token t, split, KV head g): S^T [64 candidates, rows] from the
@@ -8,21 +9,23 @@ Computes   what kernel.sparse_int8_kernel computes with SWAP and QK_INT8 (its Tr
            bf16), the online softmax down the columns in the scaled domain, O^T [D, rows] += V^T . P^T with the
            probability tile as a bf16 high part plus a residual; then the output and LSE (DIRECT) or the
            un-normalized partials (m, l, acc, E) for attnkit.splitk's merge.
-Why        The Triton swap-AB loop issues about 6950 warp-instructions per 64 candidates (docs/sparse_int8.md):
-           its gathers go through registers into layouts of its own choosing, its int8 operands are re-laid out
-           for each MMA, and at 255 registers one program runs per SM with nothing to hide the gathers' latency.
-           Here the layouts are explicit: each tile's key rows go from the gather straight into the MMA's shared
-           layout (cp.async, 16 bytes a copy, a tile ahead, two buffers), the value rows are gathered into
-           registers a tile ahead and converted once (by bits) into the bf16 tile both halves of the probability
-           product read, and the query's digits sit in shared memory for the whole program.
-Warps      4 (one warpgroup); two programs fit an SM.
-Contract   as kernel.sparse_int8_kernel; int8 caches with a row stride that is a multiple of 16 bytes, BLOCK_N = 64,
-           BLOCK_R = 16 (at most 16 query heads per KV head), HEAD_DIM in {64, 128, 256}.
-Numerics   those of the twin, operation for operation: the same folded query and exponent, the same digits and
-           budget, the scores summed digit by digit in the same order (integer sums, exact), the same softmax
-           and splits; the MMAs' fp32 sums of the bf16 products may add in another order.
+Why        The Triton swap-AB loop issues 1738 SASS instructions per warp per 64 candidates (compile_check --census):
+           its gathers go through registers into layouts of its own choosing and its int8 operands are re-laid out
+           for each MMA. Here the layouts are explicit (980 per warp): each tile's key rows go from the gather
+           straight into the MMA's shared layout (cp.async, 16 bytes a copy, a tile ahead, two buffers), the value
+           rows into a raw buffer, converted once (by bits) into the bf16 tile; and each shared tile is read once a
+           tile: the four digits are the 4 R columns of one integer MMA (a first form with six products, one per
+           digit and per probability half, kept the shared-memory pipe 73 % busy re-reading its operands:
+           docs/sparse_int8.md).
+Warps      4 (one warpgroup); 255 registers and 100 KB of shared memory: two programs per SM.
+Contract   as kernel.sparse_int8_kernel; int8 caches whose pointers and strides are multiples of 16 bytes, BLOCK_N =
+           64, BLOCK_R = 16 (at most 16 query heads per KV head), HEAD_DIM in {64, 128, 256}.
+Numerics   those of the twin: the same folded query and exponent, the same digits and budget, the scores summed
+           digit by digit in the twin's order (integer sums, exact), the same softmax and splits. Two fp32 sums may
+           differ: the MMAs add the bf16 products in their own order, and the high and residual halves of the
+           probability tile accumulate in separate columns, added once at the end (the twin adds both into one).
 Runs       CUDA sm_90 only (Gluon has no interpreter): the tests run the twin in the interpreter and this kernel
-           on the GPU (gate "sparse_int8/gluon", test_gluon_*).
+           on the GPU (gate "sparse_int8/gluon", tests test_gluon_*, the corner cases' "gluon" loop).
 PERTURB    1: the first candidate of every split skipped; 3: the value scale applied to v before the accumulation,
            in FP16.
 """
