@@ -99,6 +99,17 @@ def _imma(a, b, DOT_F32: tl.constexpr):
 
 
 @triton.jit
+def fold_query(q, ks, scale_mant, scale_exp):
+    """The folded query q' = q * key_scale * scale (scale = scale_mant * 2^scale_exp), exactly, as q'' * 2^E_r with
+    max|q''| in [1, 2) per row: q [rows, D] fp32, ks [D]; returns (q'', E [rows] int32). Also the Gluon kernel's."""
+    e_q = frexp_exp(tl.max(tl.abs(q), 1))
+    e_k = frexp_exp(tl.max(tl.abs(ks), 0))
+    qf = ldexp(q, -e_q[:, None]) * ldexp(ks, -e_k)[None, :] * scale_mant
+    e_2 = frexp_exp(tl.max(tl.abs(qf), 1))
+    return ldexp(qf, -e_2[:, None]), e_q + e_k + scale_exp + e_2
+
+
+@triton.jit
 def _int8_digits(qn):
     """qn (|qn| < 2) as four int8 digits, qn = (h + (m + (l + (l2 + f) / 128) / 128) / 128) / 64 with |f| < 1, each
     digit truncated toward zero (so |digit| <= 127), and the remainder f (every step exact in fp32)."""
@@ -193,12 +204,7 @@ def sparse_int8_kernel(
     q = tl.load(Q + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
                 mask=row_ok[:, None], other=0.0).to(tl.float32)
     ks = tl.load(KS + g * HEAD_DIM + offs_d)
-    e_q = frexp_exp(tl.max(tl.abs(q), 1))
-    e_k = frexp_exp(tl.max(tl.abs(ks), 0))
-    qf = ldexp(q, -e_q[:, None]) * ldexp(ks, -e_k)[None, :] * scale_mant
-    e_2 = frexp_exp(tl.max(tl.abs(qf), 1))
-    qn = ldexp(qf, -e_2[:, None])
-    E = e_q + e_k + scale_exp + e_2  # [BLOCK_R] int32
+    qn, E = fold_query(q, ks, scale_mant, scale_exp)  # E [BLOCK_R] int32
     q_hi = qn.to(tl.bfloat16)
     q_lo = (qn - q_hi.to(tl.float32)).to(tl.bfloat16)
 

@@ -35,9 +35,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (async_copy, fence_async_shared, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .._triton.pow2 import frexp_exp, ldexp
+from .._triton.pow2 import ldexp
 from .._triton.rounding import int8_to_bf16
-from .kernel import _int8_digits
+from .kernel import _int8_digits, fold_query
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 
@@ -221,12 +221,7 @@ def sparse_int8_gluon_kernel(
     q = gl.load(Q + t.to(gl.int64) * stride_qt + (g * GROUP + rq)[:, None] * stride_qh + dq[None, :],
                 mask=rq_ok[:, None] & (dq[None, :] >= 0), other=0.0).to(gl.float32)
     ks = gl.load(KS + g * D + dq)
-    e_q = frexp_exp(gl.max(gl.abs(q), 1))
-    e_k = frexp_exp(gl.max(gl.abs(ks), 0))
-    qf = ldexp(q, -e_q[:, None]) * ldexp(ks, -e_k)[None, :] * scale_mant
-    e_2 = frexp_exp(gl.max(gl.abs(qf), 1))
-    qn = ldexp(qf, -e_2[:, None])
-    E = e_q + e_k + scale_exp + e_2  # [R] int32
+    qn, E = fold_query(q, ks, scale_mant, scale_exp)  # E [R] int32
     d_h, d_m, d_l, d_l2, frac = _int8_digits(qn)
     int_err = ldexp(gl.sum(gl.abs(frac), 1), E - 20)
     use_int = gl.max(int_err, 0) <= QK_INT8_BUDGET
