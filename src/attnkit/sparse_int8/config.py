@@ -40,15 +40,16 @@ from dataclasses import dataclass
 from ..options import IntOption, Switch
 
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
-# Gluon kernel rule (kernel_gluon.py, sm_90), from sweeps on the H200 (model shapes, medians in us; Triton rule /
-# Gluon): benchmarks/sweeps/h200-a590028/sweep-sparse_int8-gluon-3.json, the kernel's final form (two wide products a
-# tile): prefill 128 rows 135.0 / 100.9, 2048 rows 2038 / 1515, 8192 rows 7935 / 5893; decode 1 row 8.9 / 10.0,
-# 8 rows 22.5 / 18.8. Its first form (six products a tile, benchmarks/sweeps/h200-406d46d/sweep-sparse_int8-gluon.json),
-# slower than the final one everywhere it was timed against it: decode 2 rows 11.2 / 11.4, 4 rows 16.6 / 14.6. So:
-# the direct path and splits from 4 rows; 1 row keeps the Triton rule (2 and 3 rows too: not shown to win). At 8 warps
+# Gluon kernel rule (kernel_gluon.py, sm_90), from runs on the H200 (model shapes, medians in us, Triton / Gluon):
+# benchmarks/sweeps/h200-a590028/sweep-sparse_int8-gluon-3.json (the kernel's final form, two wide products a tile):
+# prefill 128 rows 135.0 / 100.9, 2048 rows 2038 / 1515, 8192 rows 7935 / 5893; decode 1 row 8.9 / 10.0, 8 rows
+# 22.5 / 18.8; benchmarks/sweeps/h200-406d46d/sweep-sparse_int8-gluon.json (its first form, six products a tile,
+# slower than the final one wherever both ran): decode 2 rows 11.2 / 11.4, 4 rows 16.6 / 14.6; the bench at 5728b74
+# (benchmarks/results/sparse_int8-h200-2026-11-30-5728b74.json, the rule as below): 4 rows 16.5 / 13.8. So: the
+# direct path and splits from 4 rows; 1 row keeps the Triton rule, and 2 and 3 rows too (not shown to win). At 8 warps
 # (two warpgroups splitting the heads, each reading the whole key tile) the first form took 1.7x as long at 2048 rows
 # (benchmarks/sweeps/h200-83d3f17/sweep-sparse_int8-gluon-2.json); issuing a tile's products back to back with one
-# wait gained nothing (same sweep). Neither is an option any more.
+# wait gained nothing (same sweep). Neither is an option.
 GLUON_MIN_SPLIT_ROWS = 4
 MAX_GROUP = 16
 DECODE_MAX_ROWS = 16
@@ -134,7 +135,7 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
         raise ValueError("qk_int8: is a swap-AB tile's; it needs swap_ab=True")
     qk8 = qk8 and int8_cache
     # the Gluon kernel (sm_90): the same swap-AB integer-score tile, 64 candidates at 4 warps; the rule where it was
-    # timed faster (GLUON_RULE_EVIDENCE): D = 256 over an int8 cache, the direct path and splits from 4 rows
+    # timed faster (the evidence above GLUON_MIN_SPLIT_ROWS): D = 256 over an int8 cache, the direct path and splits from 4 rows
     gluon_rule = (gluon_ok and int8_cache and head_dim >= 256 and (direct or T >= GLUON_MIN_SPLIT_ROWS)
                   and swap_ab is not False and qk_int8 is not False and block_n in (None, 64)
                   and num_warps in (None, 4))
