@@ -205,8 +205,14 @@ def test_e4m3_table_matches_torch_float8():
 
 
 def test_e4m3_and_e2m1_encoders_round_to_nearest_even():
-    x = torch.randn(20000, dtype=F64) * 60
+    # torch casts fp64 to e4m3 through fp32 (a double rounding): compare on fp32-exact inputs,
+    # where torch's cast is a single round-to-nearest-even
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(20000, generator=g, dtype=torch.float32) * 60).to(F64)
     assert torch.equal(encode_e4m3(x), x.clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8))
+    # just past a tie rounds away from it (torch's fp32 step would land on the tie and round to even)
+    tie = 0.1640625  # halfway between e4m3 0.15625 (code 34) and 0.171875 (code 35)
+    assert encode_e4m3(torch.tensor([tie, tie + 2.0**-30, tie - 2.0**-30], dtype=F64)).tolist() == [34, 35, 34]
     # e2m1 ties: 0.25 -> 0 (even), 0.75 -> 1.0 (code 2, even), 1.25 -> 1.0, 1.75 -> 2.0, 2.5 -> 2, 3.5 -> 4, 5 -> 4
     vals = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, -0.0, -5.0], dtype=F64)
     assert encode_e2m1(vals).tolist() == [0, 2, 2, 4, 4, 6, 6, 7, 8, 14]

@@ -139,6 +139,27 @@ def test_sparse_int8_custom_op(device):
     assert check_custom_op(torch.ops.attnkit.sparse_int8, args, refresh=refresh)["opcheck"]
 
 
+@pytest.mark.parametrize("case", ["sparse_int8-decode-r16-g16-n8192-strided", "sparse_int8-prefill-r128-g12-n2048"])
+def test_sparse_int8_custom_op_where_the_rule_picks_gluon(device, case):
+    """The op as an engine captures it, at D = 256 with 4+ rows (split-K and direct), where the rule runs the Gluon
+    kernel on an sm_90 GPU: opcheck, torch.compile, CUDA-graph capture and replay after the inputs change."""
+    if device != "cuda":
+        pytest.skip("D = 256 with 2048+ candidates is too slow for the interpreter (not a pass)")
+    from attnkit._runtime import gluon_runs
+    i = _inp(device, case, seed=1)
+    if gluon_runs(torch.device("cuda")):  # the op took the Gluon kernel: the same bits as asking for it
+        op_out, op_lse = torch.ops.attnkit.sparse_int8(*_args(i), float(i["scale"]), 0)
+        g_out, g_lse = sparse_int8_attention(*_args(i), scale=float(i["scale"]), gluon=True)
+        assert torch.equal(op_out, g_out) and torch.equal(op_lse, g_lse)
+    args = [*_args(i), float(i["scale"]), 0]
+
+    def refresh(a):
+        a[0].copy_(a[0] * 0.5)
+
+    ran = check_custom_op(torch.ops.attnkit.sparse_int8, args, refresh=refresh)
+    assert ran["opcheck"] and ran["cuda_graph"] is True
+
+
 def test_heads_must_be_a_multiple(device):
     i = _inp(device)  # Hq = 12, Hkv = 2
     with pytest.raises(ValueError, match="k_cache: Hq=3"):
