@@ -41,3 +41,26 @@ def test_sass_census_counts_a_loop_and_its_tensor_core_instructions():
     top = dict(loops[0]["top"])
     assert top.get("HMMA", 0) > 0, top
     assert results["mqa_write"]["loops"] == []
+
+
+def test_pdl_variants_wait_before_any_global_memory_access():
+    """With PDL on, a kernel must wait for the previous grid before it reads or writes global memory: in the SASS of
+    a merge, an attention kernel of each family (Triton and Gluon) and a record writer, the grid-dependency wait
+    comes before the first global memory instruction, and the release of the next grid follows it. The plain
+    variant (PDL off) has neither instruction, which the same check rejects."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    names = ["merge", "sparse_int8_gluon D64 direct0", "relbias_decode D128 g8 paged1 fp80 r16 bn128 w4 s2 split",
+             "mqa_write nvfp40"]
+    code = ("import json; from attnkit.testing.compile_check import pdl_entry_order as f; "
+            f"n = {names!r}; print(json.dumps([f(x) for x in n] + [f(n[0], pdl=False)]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    *orders, plain = json.loads(r.stdout.strip().splitlines()[-1])
+
+    def rule_holds(o):
+        return (o["wait"] is not None and o["release"] is not None and o["first_global"] is not None
+                and o["wait"] < o["release"] and o["wait"] < o["first_global"])
+
+    for name, o in zip(names, orders):
+        assert rule_holds(o), (name, o)
+    assert not rule_holds(plain) and plain["wait"] is None

@@ -46,3 +46,32 @@ def _gluon_on_sm90(index: int) -> bool:
     except ImportError:
         return False
     return True
+
+
+def pdl_runs(device) -> bool:
+    """Whether programmatic dependent launch can be used on `device`: a CUDA GPU of compute capability 9.0 or
+    newer, not Triton's interpreter (which has no griddepcontrol instructions)."""
+    if interpreting() or getattr(device, "type", device) != "cuda":
+        return False
+    index = torch.device(device).index
+    return _capability(torch.cuda.current_device() if index is None else index) >= (9, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def resolve_pdl(value, device) -> bool:
+    """The ``pdl`` option (keyword, else ``ATTNKIT_PDL``, default off) for a step on `device`; asking for it
+    where it cannot run is a ValueError."""
+    from .splitk import PDL
+    on = PDL.resolve(value)
+    require(not on or pdl_runs(device), "pdl", "programmatic dependent launch needs a CUDA GPU of compute "
+            "capability 9.0 or newer (not the interpreter)")
+    return bool(on)
+
+
+def pdl_launch(on: bool) -> dict:
+    """The launch keywords of a kernel built with PDL=on."""
+    return {"launch_pdl": True} if on else {}

@@ -5,12 +5,17 @@ from __future__ import annotations
 import torch
 import triton
 
-from ._runtime import check_device, require
-from .options import IntOption
+from ._runtime import check_device, pdl_launch, require
+from .options import IntOption, Switch
 
 MERGE_BLOCK_D = IntOption("merge_block_d", "ATTNKIT_MERGE_BLOCK_D", None, 16, 256,
                           "output dims per merge program (16 to 256, a power of two); default: the rule "
                           "(merge_block_d_rule)")
+
+PDL = Switch("pdl", "ATTNKIT_PDL", False,
+             "programmatic dependent launch for the kernels of a decode step (attention, split-K merge, record "
+             "writer): each waits for the previous kernel at entry, then lets the next one launch, so launches "
+             "overlap the previous kernel's tail; CUDA sm_90+ only (not timed yet: off)")
 
 # Merge rule, H200 evidence (`benchmarks/sweeps/h200-67ecdb2/sweep-sparse_int8-merge.json` and
 # `sweep-relbias-merge.json`, medians in us, every setting alternating in one run): with few rows one program
@@ -44,12 +49,14 @@ def _validate(m, l, acc, out_dtype):
             f"must be float32, bfloat16 or float16, got {out_dtype}")
 
 
-def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, _lose_split: bool = False,
-                        _block_s: int | None = None) -> None:
+def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, pdl: bool = False,
+                        _lose_split: bool = False, _block_s: int | None = None) -> None:
     """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation).
 
     row_exp: optional int32 [R]; the partials' m are then in a scaled domain, true max = m * 2^row_exp.
     block_d (else ``ATTNKIT_MERGE_BLOCK_D``): output dims per program.
+    pdl: launched as a programmatic dependent of the kernel that wrote the partials (the caller resolved the
+    option: attnkit._runtime.resolve_pdl).
     """
     bd_opt = MERGE_BLOCK_D.resolve(block_d)
     require(bd_opt is None or bd_opt & (bd_opt - 1) == 0, "merge_block_d", f"must be a power of two, got {bd_opt}")
@@ -72,7 +79,7 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, _los
     merge_partials_kernel[grid](m, l, acc, out, lse, row_exp if row_exp is not None else lse,
                                 S - 1 if (_lose_split and S > 1) else S, D, m.stride(0), m.stride(1), acc.stride(0),
                                 acc.stride(1), out.stride(0), BLOCK_D=block_d, BLOCK_S=block_s,
-                                HAS_E=row_exp is not None)
+                                HAS_E=row_exp is not None, PDL=pdl, **pdl_launch(pdl))
 
 
 def merge_partials(m, l, acc, out_dtype=torch.float32, *, _lose_split: bool = False):

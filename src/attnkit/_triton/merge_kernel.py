@@ -9,6 +9,7 @@ Numerics   fp32 throughout, one pass over the splits, BLOCK_S at a time in a fix
            With HAS_E, m is in a scaled domain with a per-row power-of-two exponent (true max =
            m * 2^E[r], see the sparse_int8 kernel): differences are scaled by 2^E[r] after the maximum is
            subtracted, exactly as the kernel that wrote them did.
+PDL        with PDL, the kernel waits for the kernel that wrote the partials at entry (attnkit._triton.pdl).
 Dispatch   attnkit.splitk.merge_partials (one program per row and D block; the splits are read as
            [BLOCK_S, BLOCK_D] tiles, so a row costs ceil(S / BLOCK_S) dependent loads, not S).
 Oracle     attnkit.reference.merge_partials; tests/test_splitk.py, gate "merge/triton".
@@ -17,6 +18,7 @@ Oracle     attnkit.reference.merge_partials; tests/test_splitk.py, gate "merge/t
 import triton
 import triton.language as tl
 
+from .pdl import pdl_entry
 from .pow2 import ldexp
 from .rounding import to_bf16
 
@@ -24,7 +26,9 @@ from .rounding import to_bf16
 @triton.jit
 def merge_partials_kernel(M, L, ACC, OUT, LSE, ROW_E, S, D,
                           stride_ms, stride_mr, stride_as, stride_ar, stride_or,
-                          BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr, HAS_E: tl.constexpr):
+                          BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr, HAS_E: tl.constexpr,
+                          PDL: tl.constexpr = False):
+    pdl_entry(PDL)
     r = tl.program_id(0)
     db = tl.program_id(1)
     offs = db * BLOCK_D + tl.arange(0, BLOCK_D)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..testing import shapes
-from .providers import Provider, _mqa_ours, _relbias_ours, _sparse_ours
+from .providers import Provider, _mqa_ours, _mqa_step, _relbias_ours, _sparse_ours
 
 
 @dataclass(frozen=True)
@@ -331,7 +331,33 @@ SWEEPS["mqa-gluon-rule"] = Sweep(
      ("gluon-w8-s10", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=False,
                            num_splits=10))))
 
-_CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours, "mqa_decode": _mqa_ours}
+SWEEPS["pdl-sparse_int8"] = Sweep(
+    "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
+    "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",
+    _SP_DEC_CASES + ("sparse_int8-model-prefill-r128-c8k",),
+    (("rule", {}), ("pdl", dict(pdl=True))))
+
+SWEEPS["pdl-relbias"] = Sweep(
+    "relbias", "programmatic dependent launch (pdl): the decode kernel and its merge, against plain launches",
+    _RB_DEC_CASES + ("relbias-model-verify32-8k",),
+    (("rule", {}), ("pdl", dict(pdl=True))))
+
+SWEEPS["pdl-mqa"] = Sweep(
+    "mqa_decode", "programmatic dependent launch (pdl) over a whole step (record insert, attention, merge: each "
+    "kernel a dependent of the one before), against plain launches, for both kernels",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 16, 64)),
+    (("headpad-step", dict(step=True, kernel="headpad")),
+     ("headpad-step-pdl", dict(step=True, kernel="headpad", pdl=True)),
+     ("swapab-step", dict(step=True, kernel="swapab")),
+     ("swapab-step-pdl", dict(step=True, kernel="swapab", pdl=True))))
+
+
+def _mqa_call(inp, step=False, kernel=None, **kw):
+    """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
+    return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)
+
+
+_CALL = {"relbias": _relbias_ours, "sparse_int8": _sparse_ours, "mqa_decode": _mqa_call}
 
 
 def sweep_providers(name: str) -> list[Provider]:

@@ -7,16 +7,17 @@ import math
 
 import torch
 
-from .._runtime import check_device, require
+from .._runtime import check_device, pdl_launch, require, resolve_pdl
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
 RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
 
-def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True,
+def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
                       _perturb=None) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
-    ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8."""
+    ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8.
+    ``pdl`` (else ``ATTNKIT_PDL``, default off): launched as a programmatic dependent (CUDA sm_90+; not timed)."""
     require(fmt in RECORD_BYTES, "fmt", f"must be one of {tuple(RECORD_BYTES)}, got {fmt!r}")
     require(isinstance(latent, torch.Tensor) and latent.dim() == 2 and latent.shape[1] == MQA_DIM
             and latent.dtype == torch.bfloat16, "latent", f"must be a bfloat16 [n, {MQA_DIM}] tensor")
@@ -24,6 +25,7 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     require(latent.stride(1) == 1, "latent", "last dimension must be contiguous")
     n = latent.shape[0]
     dev = latent.device
+    use_pdl = resolve_pdl(pdl, dev)
     require(isinstance(cache, torch.Tensor) and cache.dim() == 3 and cache.dtype == torch.uint8, "cache",
             "must be a uint8 [num_pages, page_size, record_stride] tensor")
     require(cache.device == dev and cache.is_contiguous(), "cache", f"must be contiguous on {dev}")
@@ -50,18 +52,19 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
         return
     from .kernel_write import mqa_write_kernel
     mqa_write_kernel[(n,)](latent, positions, cos_sin, slots, cache, latent.stride(0), stride,
-                           NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", enable_fp_fusion=False)
+                           NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", PDL=use_pdl,
+                           enable_fp_fusion=False, **pdl_launch(use_pdl))
 
 
 LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in launch order (for tests)
 
 
-def _key(kernel: str, H: int, plan, fmt: str) -> tuple:
+def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else ""))
           if getattr(plan, "gluon", False) else "")
-    return (kernel + gl, H, plan.block_n, getattr(plan, "out_dc", 512), plan.num_warps, fmt)
+    return (kernel + gl + ("_pdl" if pdl else ""), H, plan.block_n, getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -71,7 +74,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         gluon_async=None, pdl=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -96,7 +99,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     fused merge's arrival counters, which must be zero before a call and are zero after one:
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
-    quantizer when asked).
+    quantizer when asked). pdl (else ``ATTNKIT_PDL``, default off, not timed): each launched as a programmatic
+    dependent of the kernel before it (CUDA sm_90+), so a launch overlaps the previous kernel's tail.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -138,6 +142,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
+    use_pdl = resolve_pdl(pdl, dev)
+    pl = pdl_launch(use_pdl)
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
             "interpreter)")
@@ -191,14 +197,14 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
-    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format))
+    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl))
     if kernel == "swapab" and plan.gluon:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
                                         NVFP4=common["NVFP4"], PERTURB=common["PERTURB"], PREFETCH=prefetch,
                                         FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
-                                        ASYNC=plan.gluon_async, num_warps=plan.num_warps)
+                                        ASYNC=plan.gluon_async, PDL=use_pdl, num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()
@@ -207,18 +213,19 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             warnings.warn(f"{DIAG_ABLATE.env}={ablate}: a diagnostics variant with a stage left out; its results "
                           "are wrong by design", RuntimeWarning, stacklevel=2)
         mqa_swapab_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
-                                  ABLATE=ablate, **common)
+                                  ABLATE=ablate, PDL=use_pdl, **common, **pl)
     else:
         from .kernel_headpad import mqa_headpad_kernel
         n_hb = -(-H // plan.block_h)
         mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, **common)
+            num_warps=plan.num_warps, PDL=use_pdl, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
         mqa_merge_kernel[(R,)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
                                BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
-                               ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, num_warps=8)
+                               ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, num_warps=8,
+                               **pl)
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
                 and out_fp8.dtype == torch.float8_e4m3fn and out_fp8.is_contiguous() and out_fp8.device == dev,
@@ -227,7 +234,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                 and out_scale.dtype == torch.uint8 and out_scale.is_contiguous() and out_scale.device == dev,
                 "out_scale", f"must be a contiguous uint8 [{T}, {H_pad}, {MQA_DIM // 32}] on {dev}")
         from .kernel_mxfp8 import mxfp8_out_kernel
-        mxfp8_out_kernel[(R,)](o32, out_fp8.view(torch.uint8), out_scale, H, H_pad)
+        mxfp8_out_kernel[(R,)](o32, out_fp8.view(torch.uint8), out_scale, H, H_pad, PDL=use_pdl, **pl)
     if _return_fp32:  # tests: the fp32 output the bf16 and MXFP8 outputs are rounded from
         return out, lse.view(T, H), o32
     return out, lse.view(T, H)
@@ -262,7 +269,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
-                      gluon=None) -> set:
+                      gluon=None, pdl=None) -> set:
     """Compile the attention kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -281,6 +288,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
         n0 = len(LAUNCHED_KEYS)
         mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
-                             validate=False, swapab_per_format=swapab_per_format, gluon=gluon)
+                             validate=False, swapab_per_format=swapab_per_format, gluon=gluon, pdl=pdl)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

@@ -16,12 +16,15 @@ PERTURB    sink off (SINK_ON=False) and RoPE not undone (ROPE_UNDO=False): the g
 import triton
 import triton.language as tl
 
+from .._triton.pdl import pdl_entry
 from .._triton.rounding import to_bf16
 
 
 @triton.jit
 def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_ms, stride_as,
-                     BLOCK_S: tl.constexpr, SINK_ON: tl.constexpr, ROPE_UNDO: tl.constexpr, WRITE_F32: tl.constexpr):
+                     BLOCK_S: tl.constexpr, SINK_ON: tl.constexpr, ROPE_UNDO: tl.constexpr, WRITE_F32: tl.constexpr,
+                     PDL: tl.constexpr = False):
+    pdl_entry(PDL)
     r = tl.program_id(0)
     t = r // H
     h = r % H

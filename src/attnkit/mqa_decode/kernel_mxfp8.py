@@ -9,11 +9,13 @@ attnkit.reference.mqa_decode.encode_fp8_record applied to the output rows; tests
 import triton
 import triton.language as tl
 
+from .._triton.pdl import pdl_entry
 from .kernel_write import quant_fp8_pairs
 
 
 @triton.jit
-def mxfp8_out_kernel(X, OUT_Q, OUT_S, H, H_pad):
+def mxfp8_out_kernel(X, OUT_Q, OUT_S, H, H_pad, PDL: tl.constexpr = False):
+    pdl_entry(PDL)
     r = tl.program_id(0)  # row t * H + h
     t = r // H
     h = r % H

@@ -19,6 +19,7 @@ PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads i
 import triton
 import triton.language as tl
 
+from .._triton.pdl import pdl_entry
 from .kernel_common import LOG2E, dequant_rows, list_range, rope_q, tile_slots
 
 
@@ -62,8 +63,9 @@ def mqa_swapab_kernel(
     sm_scale, W, K, slots_per_split,
     stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
     H: tl.constexpr, BLOCK_N: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr,
-    ABLATE: tl.constexpr = 0,
+    ABLATE: tl.constexpr = 0, PDL: tl.constexpr = False,
 ):
+    pdl_entry(PDL)
     t = tl.program_id(0)
     split = tl.program_id(1)
     heads = tl.arange(0, H)

@@ -33,6 +33,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
 
+from .._triton.pdl import pdl_entry
+
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 
 
@@ -315,8 +317,9 @@ def mqa_swapab_gluon_kernel(
     COUNT, SINK, OUT, LSE, O32,
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
-    ASYNC: gl.constexpr = False,
+    ASYNC: gl.constexpr = False, PDL: gl.constexpr = False,
 ):
+    pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     WG: gl.constexpr = NW // 4  # warpgroups: 1 or 2
     gl.static_assert(BLOCK_N == 64, "64 slots per tile: one warpgroup MMA's M")

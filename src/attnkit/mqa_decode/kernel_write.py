@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from .._triton.fp8 import round_e4m3
+from .._triton.pdl import pdl_entry
 from .._triton.pow2 import frexp_exp, ldexp
 from .._triton.rounding import bf16_to_f32
 
@@ -39,7 +40,8 @@ def _e2m1_code(x, s):
 
 @triton.jit
 def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
-                     NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr):
+                     NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr, PDL: tl.constexpr = False):
+    pdl_entry(PDL)
     i = tl.program_id(0)
     slot = tl.load(SLOTS + i).to(tl.int64)
     if slot >= 0:

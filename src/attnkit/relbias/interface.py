@@ -8,7 +8,7 @@ import math
 import torch
 import triton
 
-from .._runtime import check_device, interpreting, require
+from .._runtime import check_device, interpreting, pdl_launch, require, resolve_pdl
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
@@ -123,7 +123,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
-                      _perturb=None, _force=None, _masked_strip=True):
+                      pdl=None, _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -141,7 +141,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
-    and V through TMA tensor descriptors; off until timed). ``_masked_strip=False``
+    and V through TMA tensor descriptors; off until timed), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
+    merge launched as programmatic dependents, CUDA sm_90+; off, not timed). ``_masked_strip=False``
     (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
@@ -152,6 +153,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     tma = KV_TMA.resolve(kv_tma)
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     split = SPLIT_LOOPS.resolve(split_loops)
+    use_pdl = resolve_pdl(pdl, q.device)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
@@ -184,7 +186,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
-                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip), merge_block_d, split)
+                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip), merge_block_d, split,
+                use_pdl)
         return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
                      bias_strip=strip, kv_tma=tma, **tune)
@@ -224,7 +227,7 @@ def _kv_descriptor(t, block_n, paged):
 
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
             paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None,
-            split_loops=None):
+            split_loops=None, use_pdl=False):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
@@ -246,16 +249,18 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=plan.block_r, BLOCK_N=plan.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(), SPLIT_LOOPS=plan.split_loops,
-        STRIP=plan.strip, STRIP_G=plan.strip_g, num_warps=plan.num_warps, num_stages=plan.num_stages,
+        STRIP=plan.strip, STRIP_G=plan.strip_g, PDL=use_pdl, num_warps=plan.num_warps, num_stages=plan.num_stages,
+        **pdl_launch(use_pdl),
     )
-    splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d,
+    splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,
                                _lose_split=perturb == "split-lost")
 
 
 def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, *, k_scale=None,
-                     v_scale=None, validate=True, _off_by_one=False):
+                     v_scale=None, validate=True, pdl=None, _off_by_one=False):
     """Append new tokens' k, v [total_new, Hkv, D] into a paged cache at positions seqused_k[b] + i
-    (quantizing to fp8 when the cache is fp8). The caller advances seqused_k afterwards."""
+    (quantizing to fp8 when the cache is fp8). The caller advances seqused_k afterwards. ``pdl``
+    (``ATTNKIT_PDL``): launched as a programmatic dependent (CUDA sm_90+; off, not timed)."""
     for n, t in (("k_new", k_new), ("v_new", v_new)):
         require(isinstance(t, torch.Tensor) and t.dim() == 3 and t.dtype in (torch.bfloat16, torch.float16), n,
                 "must be a bfloat16 / float16 [total_new, Hkv, D] tensor")
@@ -269,6 +274,7 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
     require(k_cache.shape[2:] == k_new.shape[1:], "k_cache", f"[Hkv, D] {tuple(k_cache.shape[2:])} differs from k_new's")
     require(k_cache.stride(-1) == 1, "k_cache", "last dimension must be contiguous")
     fp8 = k_cache.dtype == torch.float8_e4m3fn
+    use_pdl = resolve_pdl(pdl, k_new.device)
     require(fp8 or k_cache.dtype == k_new.dtype, "k_cache", f"must be {k_new.dtype} or float8_e4m3fn")
     Hkv, D = k_new.shape[1:]
     if fp8:
@@ -307,5 +313,5 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
         k_new.stride(0), k_new.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         block_table.stride(0),
         HEAD_DIM=D, PAGE=k_cache.shape[1], FP8=fp8, BSEARCH_STEPS=max(1, (B + 1).bit_length() + 1),
-        OFF_BY_ONE=1 if _off_by_one else 0,
+        OFF_BY_ONE=1 if _off_by_one else 0, PDL=use_pdl, **pdl_launch(use_pdl),
     )

@@ -22,6 +22,7 @@ Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gates "re
 import triton
 import triton.language as tl
 
+from .._triton.pdl import pdl_entry
 from .kernel_fwd import kv_offsets, pv_accumulate, qk_scores, softmax_step
 
 LOG2E = tl.constexpr(1.4426950408889634)
@@ -118,8 +119,9 @@ def relbias_decode_split_kernel(
     BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, SPLIT_LOOPS: tl.constexpr = False,
-    STRIP: tl.constexpr = 0, STRIP_G: tl.constexpr = 1,
+    STRIP: tl.constexpr = 0, STRIP_G: tl.constexpr = 1, PDL: tl.constexpr = False,
 ):
+    pdl_entry(PDL)
     split = tl.program_id(0)
     b = tl.program_id(1)
     g = tl.program_id(2) % (HQ // GROUP)

@@ -14,13 +14,15 @@ import triton
 import triton.language as tl
 
 from .._triton.fp8 import round_e4m3
+from .._triton.pdl import pdl_entry
 
 
 @triton.jit
 def relbias_write_kv_kernel(KN, VN, KC, VC, CU_NEW, SEQUSED, BLOCK_TABLE, K_SCALE, V_SCALE, B,
                             stride_nt, stride_nh, stride_cb, stride_ct, stride_ch, stride_bt,
                             HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr,
-                            BSEARCH_STEPS: tl.constexpr, OFF_BY_ONE: tl.constexpr):
+                            BSEARCH_STEPS: tl.constexpr, OFF_BY_ONE: tl.constexpr, PDL: tl.constexpr = False):
+    pdl_entry(PDL)
     i = tl.program_id(0)
     g = tl.program_id(1)
     # the sequence of token i: the last b with cu_new[b] <= i (binary search over B + 1 offsets)

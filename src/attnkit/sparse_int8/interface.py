@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from .._runtime import check_device, gluon_runs, interpreting, require
+from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl
 from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
@@ -48,7 +48,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, validate=None,
+                          gluon=None, validate=None, pdl=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -65,7 +65,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``gluon`` (the swap-AB integer-score tile as the Gluon kernel for sm_90; default: the rule in config.py, wherever
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
-    ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture).
+    ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
+    ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off, not timed).
     """
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
     pv = PV_SPLIT.resolve(pv_split)
@@ -83,6 +84,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     use_gluon = GLUON.resolve(gluon)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
+    use_pdl = resolve_pdl(pdl, q.device)
     T, Hq, D = q.shape
     Hkv, C = k_cache.shape[:2]
     N = indices.shape[-1]
@@ -134,16 +136,17 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         from .kernel_gluon import sparse_int8_gluon_kernel
         sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-            PERTURB=PERTURBATIONS[_perturb], **budget, num_warps=p.num_warps)
+            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, num_warps=p.num_warps, **pdl_launch(use_pdl))
     else:
         from .kernel import sparse_int8_kernel
         sparse_int8_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe,
-            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, num_warps=p.num_warps, num_stages=p.num_stages,
+            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, PDL=use_pdl, num_warps=p.num_warps,
+            num_stages=p.num_stages, **pdl_launch(use_pdl),
         )
     if not p.direct:
         from .. import splitk
         splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), row_exp=e, block_d=merge_block_d,
-                                   _lose_split=_perturb == "split-lost")
+                                   pdl=use_pdl, _lose_split=_perturb == "split-lost")
     return out, lse

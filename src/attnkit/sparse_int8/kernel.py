@@ -35,6 +35,7 @@ PERTURB    1: the first candidate of every split skipped; 3: value scale applied
 import triton
 import triton.language as tl
 
+from .._triton.pdl import pdl_entry
 from .._triton.pow2 import frexp_exp, ldexp
 from .._triton.rounding import int8_to_bf16, to_bf16
 
@@ -190,8 +191,9 @@ def sparse_int8_kernel(
     HQ: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
     DOT_F32: tl.constexpr, PIPE: tl.constexpr = False, SWAP: tl.constexpr = False,
-    QK_INT8: tl.constexpr = False, QK_INT8_BUDGET: tl.constexpr = 0.0009765625,
+    QK_INT8: tl.constexpr = False, QK_INT8_BUDGET: tl.constexpr = 0.0009765625, PDL: tl.constexpr = False,
 ):
+    pdl_entry(PDL)
     t = tl.program_id(0)
     split = tl.program_id(1)
     g = tl.program_id(2)

@@ -35,6 +35,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (async_copy, fence_async_shared, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
+from .._triton.pdl import pdl_entry
 from .._triton.pow2 import ldexp
 from .._triton.rounding import int8_to_bf16
 from .kernel import _int8_digits, fold_query
@@ -186,7 +187,9 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
+    PDL: gl.constexpr = False,
 ):
+    pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     gl.static_assert(NW == 4, "one warpgroup")
     gl.static_assert(BLOCK_N == 64, "64 candidates per tile: one warpgroup MMA's M")

@@ -232,6 +232,40 @@ def compile_named(name: str, arch: int = 90):
     raise KeyError(name)
 
 
+def _sass_opcodes(cubin: bytes) -> list[str]:
+    """The opcodes of a cubin's SASS in program order (guards dropped)."""
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        lines = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, timeout=120).stdout.splitlines()
+    op = re.compile(r"\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
+    return [m.group(1) for m in map(op.match, lines) if m]
+
+
+# SASS opcodes that touch global memory (loads, stores, async copies to shared memory, atomics, reductions, TMA)
+_GLOBAL_MEM = ("LDG", "STG", "LDGSTS", "ATOMG", "RED", "UTMALDG", "UTMASTG", "UBLKCP")
+
+
+def pdl_entry_order(name: str, pdl: bool = True, arch: int = 90) -> dict:
+    """The variant `name` compiled with PDL (as launched with launch_pdl): the SASS positions of the grid-dependency
+    wait (ACQBULK, griddepcontrol.wait), of the release of the next grid (PREEXIT, griddepcontrol.launch_dependents)
+    and of the first global memory instruction. The PDL rule (attnkit._triton.pdl) holds when the wait comes first."""
+    for n, fn, ptrs, constexprs, options in _variants():
+        if n == name:
+            opts = dict(options, launch_pdl=True) if pdl else options
+            ops = _sass_opcodes(compile_variant(fn, ptrs, dict(constexprs, PDL=pdl), opts, arch).asm["cubin"])
+            first = lambda pred: next((i for i, o in enumerate(ops) if pred(o)), None)  # noqa: E731
+            return dict(wait=first(lambda o: o == "ACQBULK"), release=first(lambda o: o == "PREEXIT"),
+                        first_global=first(lambda o: o.split(".")[0] in _GLOBAL_MEM))
+    raise KeyError(name)
+
+
 def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
     if os.environ.get("TRITON_INTERPRET", "0") == "1":
         raise RuntimeError("compile_check needs TRITON_INTERPRET unset (the interpreter replaces the kernels)")
