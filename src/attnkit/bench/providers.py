@@ -35,6 +35,10 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "attnkit.relbias.relbias_attention as dispatched (forward kernel; split-K decode kernel + merge "
                  "for up to 32 query tokens)",
                  lambda inp: _relbias_ours(inp)),
+        Provider("attnkit_gluon", "relbias", "ours",
+                 "attnkit.relbias.relbias_attention with gluon=True: the Gluon forward kernel for sm_90 on the "
+                 "prefill cases it takes (contiguous bf16 k, v, D 64 / 128, more than 32 query tokens)",
+                 lambda inp: _relbias_ours(inp, gluon=True), applies=lambda c: _gluon_fwd_case(c)),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
                  "paged / fp8 KV gathered and dequantized per step",
@@ -83,6 +87,12 @@ PROVIDERS: dict[str, list[Provider]] = {
                  lambda inp: peers.mqa_decode_torch(inp)),
     ],
 }
+
+
+def _gluon_fwd_case(c) -> bool:
+    from .._runtime import gluon_runs
+    return (c["block_size"] is None and c["kv"] != "fp8" and c["D"] in (64, 128) and max(c["seqlens_q"]) > 32
+            and torch.cuda.is_available() and gluon_runs(torch.device("cuda")))
 
 
 def _relbias_ours(inp, **extra):

@@ -331,6 +331,22 @@ SWEEPS["mqa-gluon-rule"] = Sweep(
      ("gluon-w8-s10", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=False,
                            num_splits=10))))
 
+SWEEPS["relbias-gluon"] = Sweep(
+    "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
+    "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "
+    "next tile's softmax, ring depth, key tile, one warpgroup; diag-* computes wrong results by design (no bias: "
+    "what the bias costs the Gluon loop)",
+    ("relbias-model-prefill-8k-global", "relbias-model-prefill-8k-w1024", "relbias-model-varlen-mixed",
+     "relbias-tune-prefill-8k-d64", "relbias-tune-chunk128-b8-8k"),
+    (("triton", {}),
+     ("gluon", dict(gluon=True)),
+     ("gluon-nopipe", dict(gluon=True, gluon_pipe=False)),
+     ("gluon-s2", dict(gluon=True, num_stages=2)),
+     ("gluon-s4", dict(gluon=True, num_stages=4)),
+     ("gluon-bn128-s2", dict(gluon=True, block_n=128, num_stages=2)),
+     ("gluon-w4", dict(gluon=True, num_warps=4)),
+     ("diag-gluon-nobias", dict(gluon=True, _perturb="bias-dropped"))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

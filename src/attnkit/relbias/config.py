@@ -133,6 +133,12 @@ BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
                 "(takes the branch-free loops); not yet timed, so off")
+GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", False,
+               "forward kernel: the Gluon kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each "
+               "tile's strip) over contiguous bf16 / fp16 k, v at D 64 or 128; not yet run on a GPU, so off")
+GLUON_PIPE = Switch("gluon_pipe", "ATTNKIT_RELBIAS_GLUON_PIPE", True,
+                    "Gluon forward kernel: tile j - 1's value product runs during tile j's softmax "
+                    "(FlashAttention-3's intra-warpgroup overlap); not yet timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -206,6 +212,42 @@ def fwd_config(head_dim: int, max_seqlen_q: int, device_type: str, block_m: int 
     stages = num_stages or (3 if short and split else 2)
     return FwdConfig(block_m=bm, block_n=bn, num_warps=w, num_stages=stages, split_loops=split,
                      bias_prefetch=bias_prefetch, bias_strip=bias_strip, kv_tma=kv_tma)
+
+
+@dataclass(frozen=True)
+class GluonFwdConfig:
+    num_warps: int  # query rows per program: 16 x num_warps (64 per warpgroup)
+    block_n: int
+    stages: int  # key / value tiles in the TMA ring
+    pipe: bool
+
+    @property
+    def block_m(self) -> int:
+        return 16 * self.num_warps
+
+
+GLUON_HEAD_DIMS = (64, 128)
+GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room for the bias gather's scratch
+
+
+def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
+                     num_stages: int | None = None, pipe: bool = True) -> GluonFwdConfig:
+    """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 128 query rows on two warpgroups, 64-key tiles, a
+    ring of three key / value tiles (132 KB of shared memory at D 128: one program per SM; 200 registers without
+    the overlap, 213-228 with it, no spills: compile_check on sm_90). Not yet timed: the starting point of the
+    `relbias-gluon` sweep. Explicit values (the options block_n, num_warps, num_stages) beat it."""
+    if head_dim not in GLUON_HEAD_DIMS:
+        raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
+    bn = _pow2("block_n", block_n, (64, 128)) or 64
+    w = _pow2("num_warps", num_warps, (4, 8)) or 8
+    stages = num_stages or 3
+    if stages < 2:
+        raise ValueError(f"num_stages: the Gluon forward kernel's ring needs at least 2 tiles, got {stages}")
+    smem = 2 * head_dim * (16 * w + 2 * stages * bn)  # Q and the ring, bf16 / fp16
+    if smem > GLUON_SMEM_LIMIT:
+        raise ValueError(f"num_stages: {stages} tiles of {bn} keys at D {head_dim} need {smem // 1024} KB of shared "
+                         f"memory, over the {GLUON_SMEM_LIMIT // 1024} KB a Hopper program may use")
+    return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

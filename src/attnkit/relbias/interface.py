@@ -12,7 +12,8 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, KV_TMA, decode_plan, fwd_config, use_decode)
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, GLUON, GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA,
+                     decode_plan, fwd_config, gluon_fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
@@ -123,7 +124,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
-                      pdl=None, _perturb=None, _force=None, _masked_strip=True):
+                      pdl=None, gluon=None, gluon_pipe=None, _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -142,7 +143,11 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off until timed), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
-    merge launched as programmatic dependents, CUDA sm_90+; off, not timed). ``_masked_strip=False``
+    merge launched as programmatic dependents, CUDA sm_90+; off, not timed), ``gluon`` (``ATTNKIT_RELBIAS_GLUON``:
+    prefill and chunks of more than 32 query tokens on the Gluon forward kernel for sm_90, over contiguous bf16 /
+    fp16 k, v at D 64 or 128; off: not yet run on a GPU) with ``gluon_pipe`` (its value product overlapped with
+    the next tile's softmax, default on) and the tile options ``block_n``, ``num_warps``, ``num_stages``.
+    ``_masked_strip=False``
     (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
@@ -154,9 +159,12 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     split = SPLIT_LOOPS.resolve(split_loops)
     use_pdl = resolve_pdl(pdl, q.device)
+    use_gluon, gpipe = GLUON.resolve(gluon), GLUON_PIPE.resolve(gluon_pipe)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
+    if use_gluon:
+        _gluon_check(q, k_cache if paged else k, v_cache if paged else v, paged, fp8)
     if max_seqlen_q is None:
         max_seqlen_q = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()) if B else 0
     if out is None:
@@ -189,6 +197,10 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip), merge_block_d, split,
                 use_pdl)
         return out, lse
+    if use_gluon:
+        _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
+                   _perturb, gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe), heavy)
+        return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
                      bias_strip=strip, kv_tma=tma, **tune)
     k_desc, v_desc = kk, vv
@@ -211,6 +223,42 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         num_stages=cfg.num_stages,
     )
     return out, lse
+
+
+def _gluon_check(q, k, v, paged, fp8):
+    """Where the Gluon forward kernel (kernel_fwd_gluon.py) can run: an sm_90 GPU, contiguous bf16 / fp16 k, v in q's
+    dtype with [Hkv, D] rows packed, 16-byte aligned, D 64 or 128. Checked whenever the option is on."""
+    from .._runtime import gluon_runs
+    D = q.shape[2]
+    require(gluon_runs(q.device), "gluon", "the Gluon forward kernel runs on CUDA sm_90 GPUs only (not in the "
+            "interpreter)")
+    require(not paged, "gluon", "the Gluon forward kernel reads contiguous varlen k, v, not a paged cache")
+    require(not fp8 and k.dtype == q.dtype, "gluon", f"the Gluon forward kernel reads k, v in q's dtype ({q.dtype})")
+    require(D in GLUON_HEAD_DIMS, "gluon", f"the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {D}")
+    for n, t in (("k", k), ("v", v)):
+        require(t.stride(2) == 1 and t.stride(1) == D and t.data_ptr() % 16 == 0
+                and (t.stride(0) * t.element_size()) % 16 == 0, n,
+                "the Gluon forward kernel needs [Hkv, D] rows packed, a 16-byte aligned start and a token stride "
+                "of a multiple of 16 bytes")
+
+
+def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B, max_seqlen_q, perturb, cfg, heavy):
+    """The Gluon forward kernel over TMA descriptors of k, v viewed as [total_k, Hkv * D] (_gluon_check passed)."""
+    total_q, Hq, D = q.shape
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from .kernel_fwd_gluon import relbias_fwd_gluon_kernel
+    layout = gl.NVMMASharedLayout(128, 16, rank=2)
+    k_desc, v_desc = (TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [cfg.block_n, D], layout)
+                      for t in (k, v))
+    grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
+    relbias_fwd_gluon_kernel[grid](
+        q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0,
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0),
+        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
+        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, PIPE=cfg.pipe,
+        num_warps=cfg.num_warps,
+    )
 
 
 def _kv_descriptor(t, block_n, paged):

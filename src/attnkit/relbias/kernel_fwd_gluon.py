@@ -1,0 +1,308 @@
+"""relbias forward kernel for Hopper (sm_90) in Gluon: TMA-fed key / value tiles, warpgroup MMAs, the bias built
+from each tile's strip of distances.
+
+Computes   what kernel_fwd.relbias_fwd_kernel computes (its Triton twin for the semantics: same output, LSE, bias,
+           masks and perturbations) for contiguous varlen k, v in q's dtype (bf16 or fp16): per (query block,
+           sequence, query head), the online softmax over the visible key tiles, then out and LSE.
+Why        Triton's plain loop on sm_90 runs prefill 8K at 1.6x cuDNN's time with or without a bias (docs/relbias.md:
+           the loop, not the bias, is the gap). Here the schedule is explicit: key and value tiles arrive by TMA into
+           a ring of STAGES shared buffers (mbarrier-tracked, issued STAGES - 1 tiles ahead), S = Q K^T and
+           O += P V are warpgroup MMAs (Q and K, V from shared memory, P from registers), and with PIPE the value
+           product of tile j - 1 runs while the softmax of tile j is computed (FlashAttention-3's intra-warpgroup
+           overlap): S_j issued, O += P_{j-1} V_{j-1} issued, S_j waited, softmax, then O waited and rescaled.
+Tiles      BLOCK_M = 16 x num_warps query rows (64 per warpgroup), BLOCK_N keys, HEAD_DIM in {64, 128}.
+           Interior tiles (every key visible to every row of a full block) skip the masks; the others (the
+           diagonal, the window's leading edge, a partial block) apply them.
+Bias       each tile loads its BLOCK_M + BLOCK_N - 1 distances once (clamped into the table; beyond the extent 0 or
+           table[E - 1] already in the strip) and builds the tile from them with gl.gather: no load per score.
+Contract   q [total_q, Hq, D]; K_DESC / V_DESC: TMA descriptors over k, v [total_k, Hkv, D] viewed as
+           [total_k, Hkv * D] in boxes of [BLOCK_N, D] (rows past a sequence's end are read and masked; past
+           total_k the descriptor fills zeros); table [Hq, E] fp32; out [total_q, Hq, D]; lse [total_q, Hq] fp32.
+Numerics   as the twin: scores and softmax in fp32 in the base-2 domain, P rounded to q's dtype for the value
+           product, fp32 accumulation; a row that sees no key gets 0 and LSE -inf.
+Runs       CUDA sm_90 only (Gluon has no interpreter): the tests and smoke gates run the twin on the CPU; this kernel
+           runs on the GPU (gate "relbias/gluon_fwd", tests/test_relbias_gluon.py).
+PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window off by one, 4 GQA group mixed up.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from .._triton.pdl import pdl_entry
+
+LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
+LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
+
+
+@gluon.jit
+def _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, row, col, slot, pred, BLOCK_N: gl.constexpr,
+              D: gl.constexpr):
+    """TMA copies of one key tile and one value tile (rows row .. row + BLOCK_N, columns col .. col + D) into ring
+    slot `slot`, each signalling its barrier with the bytes it brings (skipped when pred is false)."""
+    nbytes: gl.constexpr = BLOCK_N * D * K_DESC.dtype.primitive_bitwidth // 8
+    mbarrier.expect(kbar.index(slot), nbytes, pred=pred)
+    tma.async_copy_global_to_shared(K_DESC, [row, col], kbar.index(slot), k_smem.index(slot), pred=pred)
+    mbarrier.expect(vbar.index(slot), nbytes, pred=pred)
+    tma.async_copy_global_to_shared(V_DESC, [row, col], vbar.index(slot), v_smem.index(slot), pred=pred)
+
+
+@gluon.jit
+def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr,
+                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
+                 PERTURB: gl.constexpr, s_l: gl.constexpr, strip_l: gl.constexpr):
+    """A tile's scores in the base-2 domain: q.k scaled, plus the bias built from the strip of BLOCK_M + BLOCK_N - 1
+    distances base .. (base: the tile's smallest distance, the first row's to the last key), masked (MASKED) unless
+    the tile is interior. full_rows: which rows of the block are queries of this sequence."""
+    s = s * qk_scale
+    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
+    if PERTURB != 1:
+        S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
+        t = gl.arange(0, S_LEN, layout=strip_l)
+        dist = base + t
+        strip = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * LOG2E
+        if not CLAMP:
+            strip = gl.where(dist < E, strip, 0.0)  # beyond the extent: no bias
+        # distance of (row r, key column c) = base + r - c + BLOCK_N - 1: a Toeplitz tile of the strip
+        gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
+        bias = gl.reshape(gl.gather(strip, gl.reshape(gidx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
+        s = s + gl.convert_layout(bias, s_l)
+    if MASKED:
+        d = (first_pos + rows)[:, None] - (n0 + cols)[None, :]
+        vis = (d >= 0) & ((n0 + cols) < seqlen_k)[None, :] & full_rows[:, None]
+        if HAS_WINDOW:
+            vis = vis & (d < win)
+        s = gl.where(vis, s, float("-inf"))
+    return s
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i):
+    """The online-softmax step for a score tile: (new max, p, new l, the accumulator's rescale factor)."""
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+    p = gl.exp2(s - m_safe[:, None])
+    alpha = gl.exp2(m_i - m_safe)
+    return m_new, p, l_i * alpha + gl.sum(p, 1), alpha
+
+
+@gluon.jit
+def _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc, tab, lo, shift, E,
+          first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr, BLOCK_M: gl.constexpr,
+          BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
+          CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
+          strip_l: gl.constexpr):
+    """Key tile j, both products synchronous; then its ring slot refilled with tile j + STAGES."""
+    slot = j % STAGES
+    phase = (j // STAGES) & 1
+    n0 = lo + j * BLOCK_N
+    mbarrier.wait(kbar.index(slot), phase)
+    s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)),
+                      gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
+    s = _tile_scores(s, tab, first_pos - (n0 + BLOCK_N - 1) + shift, E, n0, first_pos, seqlen_k, win, full_rows,
+                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l)
+    m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+    mbarrier.wait(vbar.index(slot), phase)
+    acc = warpgroup_mma(gl.convert_layout(p.to(q_smem.dtype), p_l), v_smem.index(slot), acc)
+    # the slot is free once both warpgroups are past its products
+    gl.thread_barrier()
+    jn = j + STAGES
+    _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + jn * BLOCK_N, col, slot, jn < kt, BLOCK_N, D)
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc, p_prev, tab, lo,
+               shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr, BLOCK_M: gl.constexpr,
+               BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
+               CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
+               strip_l: gl.constexpr):
+    """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
+    while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES."""
+    slot = j % STAGES
+    n0 = lo + j * BLOCK_N
+    mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
+    s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)),
+                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False, is_async=True)
+    pslot = (j - 1) % STAGES
+    mbarrier.wait(vbar.index(pslot), ((j - 1) // STAGES) & 1)
+    acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
+    s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
+    s = _tile_scores(s, tab, first_pos - (n0 + BLOCK_N - 1) + shift, E, n0, first_pos, seqlen_k, win, full_rows,
+                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l)
+    m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
+    acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+    p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
+    # tile j - 1's slot is free once both warpgroups are past its value product: refill it
+    gl.thread_barrier()
+    jn = j - 1 + STAGES
+    _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + jn * BLOCK_N, col, pslot, jn < kt, BLOCK_N, D)
+    return m_i, l_i, acc, p_prev
+
+
+@gluon.jit
+def relbias_fwd_gluon_kernel(
+    Q, K_DESC, V_DESC, TABLE, OUT, LSE, CU_Q, CU_K,
+    sm_scale, E, window,
+    stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+    HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
+    PIPE: gl.constexpr = False, PDL: gl.constexpr = False,
+):
+    pdl_entry(PDL)
+    NW: gl.constexpr = gl.num_warps()
+    BLOCK_M: gl.constexpr = 16 * NW  # 64 rows per warpgroup
+    D: gl.constexpr = HEAD_DIM
+    gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
+    gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
+    gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    dtype: gl.constexpr = Q.dtype.element_ty
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, BLOCK_N, 16])
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, D, 16])
+    p_l: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=2)
+    q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // D, D // 8], [NW, 1], [1, 0])
+    strip_l: gl.constexpr = gl.BlockedLayout([1], [32], [NW], [0])
+    q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
+    kv_sl: gl.constexpr = K_DESC.layout
+
+    if HEAVY_FIRST:  # the last query blocks see the most keys: launched first (a shorter tail)
+        pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
+    else:
+        pid_m = gl.program_id(0)
+    b = gl.program_id(1)
+    h = gl.program_id(2)
+    if PERTURB == 4:
+        g = (h // GROUP + 1) % (HQ // GROUP)
+    else:
+        g = h // GROUP
+    q_start = gl.load(CU_Q + b)
+    seqlen_q = gl.load(CU_Q + b + 1) - q_start
+    k_start = gl.load(CU_K + b)
+    seqlen_k = gl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+    m0 = pid_m * BLOCK_M
+
+    # ---- Q [BLOCK_M, D] into shared memory (rows past the sequence's queries are zeros)
+    rq = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_ld))
+    dq = gl.arange(0, D, layout=gl.SliceLayout(0, q_ld))
+    rq_ok = (m0 + rq) < seqlen_q
+    q = gl.load(Q + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_qt + h * stride_qh + dq[None, :],
+                mask=rq_ok[:, None] & (dq[None, :] >= 0), other=0.0)
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, D], q_sl)
+    q_smem.store(q)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
+    kbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    vbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(kbar.index(i), count=1)
+        mbarrier.init(vbar.index(i), count=1)
+    fence_async_shared()
+    gl.thread_barrier()
+
+    # ---- the key range: causal upper end, window lower end (tiles outside both are never visited)
+    first_pos = seqlen_k - seqlen_q + m0
+    last_pos = first_pos + BLOCK_M - 1
+    hi = gl.minimum(seqlen_k, last_pos + 1)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    lo = 0
+    if HAS_WINDOW:
+        lo = gl.maximum(0, first_pos - win + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    full = m0 + BLOCK_M <= seqlen_q  # every row of the block is a query of this sequence
+    rows_s = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
+    full_rows = (m0 + rows_s) < seqlen_q
+    tab = TABLE + h * E
+    shift = 0
+    if PERTURB == 2:
+        shift = BLOCK_N
+    qk_scale = sm_scale * LOG2E
+    col = g * D
+    krow = k_start + lo
+
+    # three loops over the key tiles j = 0 .. kt - 1 (n0 = lo + j BLOCK_N), each of one kind: [0, ja) masked (the
+    # window's leading edge), [ja, jb) interior (every key visible to every row: no mask), [jb, kt) masked (the
+    # diagonal); a block with rows past the sequence's queries is masked throughout
+    ja = 0
+    if HAS_WINDOW:
+        ja = gl.cdiv(gl.maximum(last_pos - win + 1 - lo, 0), BLOCK_N)
+    jb = gl.where(first_pos - BLOCK_N + 1 - lo >= 0, (first_pos - BLOCK_N + 1 - lo) // BLOCK_N + 1, 0)
+    ja = gl.where(full, gl.minimum(ja, kt), kt)
+    jb = gl.where(full, gl.minimum(gl.maximum(jb, ja), kt), kt)
+
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_l))
+    l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_l))
+    acc = gl.zeros([BLOCK_M, D], gl.float32, layout=o_l)
+    if PIPE:
+        # FlashAttention-3's intra-warpgroup overlap: P_{j-1} V_{j-1} runs while tile j's softmax is computed. The
+        # ring holds STAGES - 1 tiles ahead of the one whose values are pending.
+        for i in gl.static_range(STAGES - 1):
+            _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + i * BLOCK_N, col, i, i < kt, BLOCK_N, D)
+        p_prev = gl.zeros([BLOCK_M, BLOCK_N], dtype, layout=p_l)
+        if kt > 0:  # tile 0: its scores and softmax (its value product runs in the next step)
+            mbarrier.wait(kbar.index(0), 0)
+            s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)),
+                              gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
+            s = _tile_scores(s, tab, first_pos - (lo + BLOCK_N - 1) + shift, E, lo, first_pos, seqlen_k, win,
+                             full_rows, qk_scale, True, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l)
+            m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
+            p_prev = gl.convert_layout(p.to(dtype), p_l)
+        j1 = gl.maximum(ja, 1)
+        j2 = gl.maximum(jb, 1)
+        for j in range(1, j1):
+            m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
+                                               m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
+                                               full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+        for j in range(j1, j2):
+            m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
+                                               m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
+                                               full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+        for j in range(j2, kt):
+            m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
+                                               m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
+                                               full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+        if kt > 0:
+            lslot = (kt - 1) % STAGES
+            mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)
+            acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
+    else:
+        for i in gl.static_range(STAGES):  # the ring's first tiles
+            _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + i * BLOCK_N, col, i, i < kt, BLOCK_N, D)
+        for j in range(0, ja):
+            m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
+                                  tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+        for j in range(ja, jb):
+            m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
+                                  tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, False, BLOCK_M,
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+        for j in range(jb, kt):
+            m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
+                                  tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(kbar.index(i))
+        mbarrier.invalidate(vbar.index(i))
+
+    # ---- epilogue: out = acc / l (0 for a row that saw no key), LSE in natural log
+    nonempty = l_i > 0
+    den = gl.where(nonempty, l_i, 1.0)
+    o = acc / gl.convert_layout(den, gl.SliceLayout(1, o_l))[:, None]
+    o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, o_l))[:, None], o, 0.0)
+    o = gl.convert_layout(o.to(OUT.dtype.element_ty), q_ld)
+    gl.store(OUT + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_ot + h * stride_oh + dq[None, :], o,
+             mask=rq_ok[:, None] & (dq[None, :] >= 0))
+    lse = gl.where(nonempty, (m_i + gl.log2(den)) * LN2, float("-inf"))
+    gl.store(LSE + (q_start.to(gl.int64) + m0 + rows_s) * stride_lt + h, lse, mask=full_rows)

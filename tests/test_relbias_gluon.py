@@ -1,0 +1,115 @@
+"""The Gluon forward kernel for sm_90 (option gluon): its tile rule and its errors everywhere; on an sm_90 GPU, the
+fp64 oracle on every shape it takes, with and without the overlap, repeatable bit for bit."""
+
+import pytest
+import torch
+
+import attnkit.ops  # noqa: F401
+from attnkit.gate.specs import _gluon_fwd_takes, relbias_kernel_call
+from attnkit.relbias import relbias_attention
+from attnkit.relbias.config import GLUON, gluon_fwd_config
+from attnkit.testing import compare, shapes, unwritten
+from attnkit.testing.baselines import relbias_baseline
+from attnkit.testing.inputs import make_inputs
+from attnkit.testing.oracles import relbias_oracle
+
+
+def test_gluon_tile_rule_and_its_errors():
+    assert GLUON.resolve(None, {}) is False  # not yet run on a GPU: off
+    c = gluon_fwd_config(128)
+    assert (c.block_m, c.block_n, c.num_warps, c.stages, c.pipe) == (128, 64, 8, 3, True)
+    assert gluon_fwd_config(64, block_n=128, num_warps=4, num_stages=2, pipe=False).block_m == 64
+    with pytest.raises(ValueError, match="gluon: .* D in"):
+        gluon_fwd_config(256)
+    with pytest.raises(ValueError, match="block_n"):
+        gluon_fwd_config(128, block_n=32)
+    with pytest.raises(ValueError, match="num_stages: .* at least 2"):
+        gluon_fwd_config(128, num_stages=1)
+    with pytest.raises(ValueError, match="num_stages: .* shared memory"):
+        gluon_fwd_config(128, block_n=128, num_stages=4)
+
+
+def test_gluon_is_refused_where_it_cannot_run(device):
+    from attnkit._runtime import gluon_runs
+    inp = make_inputs(shapes.get("relbias-prefill-s113"), device, 0)
+    if device == "cuda" and gluon_runs(torch.device("cuda")):
+        # it runs here: the refusals are of inputs it does not take
+        paged = make_inputs(shapes.get("relbias-paged-bs16-decode"), device, 0)
+        with pytest.raises(ValueError, match="gluon: .* paged"):
+            relbias_kernel_call(paged, force="fwd", gluon=True)
+        fp8 = make_inputs(shapes.get("relbias-fp8-decode-b2"), device, 0)
+        with pytest.raises(ValueError, match="gluon: .* q's dtype"):
+            relbias_kernel_call(fp8, force="fwd", gluon=True)
+        return
+    with pytest.raises(ValueError, match="gluon: the Gluon forward kernel runs on CUDA sm_90"):
+        relbias_kernel_call(inp, force="fwd", gluon=True)
+    # the environment variable asks the same
+    import os
+    os.environ["ATTNKIT_RELBIAS_GLUON"] = "1"
+    try:
+        with pytest.raises(ValueError, match="gluon"):
+            relbias_attention(inp["q"], inp["k"], inp["v"], cu_seqlens_q=inp["cu_seqlens_q"],
+                              cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"])
+    finally:
+        del os.environ["ATTNKIT_RELBIAS_GLUON"]
+
+
+_CASES = [c.id for c in shapes.cases("relbias", tier=shapes.FULL) if _gluon_fwd_takes(c)]
+
+
+def test_the_gluon_cases_cover_the_timed_prefill_shapes():
+    assert {"relbias-model-prefill-8k-global", "relbias-model-prefill-8k-w1024", "relbias-model-varlen-mixed",
+            "relbias-prefill-s1", "relbias-window-w1", "relbias-extent-e1", "relbias-headdim-d128"} <= set(_CASES)
+
+
+def _gluon_gpu():
+    from attnkit._runtime import gluon_runs
+    if not (torch.cuda.is_available() and gluon_runs(torch.device("cuda"))):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
+
+
+@pytest.mark.parametrize("case_id", [c for c in _CASES if "model" not in c])
+@pytest.mark.parametrize("pipe", [True, False])
+def test_gluon_forward_matches_the_oracle(case_id, pipe):
+    _gluon_gpu()
+    inp = make_inputs(shapes.get(case_id), "cuda", 0)
+    out, lse = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_pipe=pipe)
+    out2, lse2 = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_pipe=pipe)
+    assert torch.equal(out, out2) and torch.equal(lse, lse2)  # repeatable bit for bit
+    assert unwritten(out) == 0 and unwritten(lse) == 0
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+@pytest.mark.parametrize("opts", [dict(block_n=128, num_stages=2), dict(num_warps=4), dict(num_stages=2)])
+def test_gluon_tile_options_match_the_oracle(opts):
+    _gluon_gpu()
+    inp = make_inputs(shapes.get("relbias-prefill-s1023"), "cuda", 0)
+    out, lse = relbias_kernel_call(inp, force="fwd", gluon=True, **opts)
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+def test_gluon_forward_in_a_cuda_graph():
+    """Captured once, replayed after q changes in place: the same bits as an eager call."""
+    _gluon_gpu()
+    inp = make_inputs(shapes.get("relbias-chunked-q113-k1023-w256"), "cuda", 0)
+    kw = dict(cu_seqlens_q=inp["cu_seqlens_q"], cu_seqlens_k=inp["cu_seqlens_k"], table=inp["table"],
+              window=inp["window"], beyond=inp["beyond"], max_seqlen_q=113, max_seqlen_k=1023, validate=False,
+              gluon=True, _force="fwd")
+    out = torch.empty_like(inp["q"])
+    lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device="cuda")
+    relbias_attention(inp["q"], inp["k"], inp["v"], out=out, lse=lse, **kw)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        relbias_attention(inp["q"], inp["k"], inp["v"], out=out, lse=lse, **kw)
+    inp["q"].mul_(-0.5)
+    graph.replay()
+    torch.cuda.synchronize()
+    e_out, e_lse = relbias_attention(inp["q"], inp["k"], inp["v"], **kw)
+    assert torch.equal(out, e_out) and torch.equal(lse, e_lse)
