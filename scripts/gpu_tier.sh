@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU tier: CUDA tests, `attnkit check --tier full`, and the benchmark suite, into OUTDIR.
 # Usage: scripts/gpu_tier.sh OUTDIR [STAGE...]
-#   stages: env tests tests-par check check-ours check-ours-par check-<family> bench-<family> sweep-<name>
+#   stages: env tests tests-par tests-k check check-ours check-ours-par check-<family> gate-<gate> bench-<family>
+#           sweep-<name>   (tests-k: the tests selected by pytest -k "$TESTS_K"; gate-<gate>: one gate, its "/"
+#           written as ":", e.g. gate-relbias:gluon_fwd)
 #           (-par: the same work in parallel processes, compile-bound on the CPU; not for timing)   (default: env tests check bench-relbias
 #           bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
 #           has a time limit.
@@ -24,7 +26,7 @@ for stage in $STAGES; do
       tail -3 "$OUTDIR/pytest.log" ;;
     tests-par)  # the test files in four groups side by side (compile-bound, so they overlap on a many-core host)
       i=0; pids=()
-      for grp in "tests/test_relbias.py tests/test_relbias_writer.py tests/test_relbias_clients.py" \
+      for grp in "tests/test_relbias.py tests/test_relbias_writer.py tests/test_relbias_clients.py tests/test_relbias_gluon.py" \
                  "tests/test_sparse_int8.py tests/test_sparse_int8_corner_cases.py tests/test_splitk.py" \
                  "tests/test_mqa_decode.py tests/test_mqa_writer.py tests/test_tensor_parallel.py tests/test_fp8_rounding.py tests/test_properties.py" \
                  "$(ls tests/test_*.py | grep -v -E 'relbias|sparse_int8|splitk|mqa|tensor_parallel|fp8_rounding|properties' | tr '\n' ' ')"; do
@@ -32,6 +34,14 @@ for stage in $STAGES; do
       done
       for p in "${pids[@]}"; do wait "$p" || status=1; done
       tail -n 1 "$OUTDIR"/pytest-*.log ;;
+    tests-k)
+      $PY -m pytest -q -p no:cacheprovider tests -k "${TESTS_K:?set TESTS_K}" > "$OUTDIR/pytest-k.log" 2>&1 || status=1
+      tail -5 "$OUTDIR/pytest-k.log" ;;
+    gate-*)
+      gate=$(echo "${stage#gate-}" | tr ':' '/')
+      tag=$(echo "${stage#gate-}" | tr ':' '_')
+      $PY -m attnkit.cli check --tier full --gate "$gate" --out "$OUTDIR/gate-$tag.jsonl" > "$OUTDIR/gate-$tag.log" 2>&1 || status=1
+      tail -8 "$OUTDIR/gate-$tag.log" ;;
     check-ours-par)  # our kernels' gates, one process per family (sparse_int8: one per gate)
       pids=()
       for sel in "--family relbias" "--gate sparse_int8/triton" "--gate sparse_int8/triton_split1" "--family mqa_decode" \
