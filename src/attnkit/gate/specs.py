@@ -129,30 +129,22 @@ def _gluon_fwd_takes(c) -> bool:
     return c["block_size"] is None and c["kv"] != "fp8" and c["D"] in (64, 128)
 
 
-register(Gate(
-    name="relbias/gluon_fwd",
-    family="relbias",
-    groups=RELBIAS_GROUPS,
-    applies=_gluon_fwd_takes,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", gluon=True),
-    what="kernel: the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
-         "strip, the value product overlapped with the next tile's softmax), on every contiguous bf16 / fp16 relbias "
-         "shape at D 64 and 128 (the option gluon; not dispatched by default)",
-    needs="sm90",
-    perturbations=_RELBIAS_PERTURBATIONS,
-))
-
-register(Gate(
-    name="relbias/gluon_fwd_nopipe",
-    family="relbias",
-    groups=RELBIAS_GROUPS,
-    applies=_gluon_fwd_takes,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", gluon=True, gluon_pipe=False),
-    what="kernel: the Gluon forward kernel without the overlap (gluon_pipe=False: both products synchronous), on "
-         "the same shapes",
-    needs="sm90",
-    perturbations=_RELBIAS_PERTURBATIONS,
-))
+for _name, _kw, _what in (
+        ("relbias/gluon_fwd", {}, "kernel: the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, "
+         "the bias from each tile's strip, the value product overlapped with the next tile's softmax), on every "
+         "contiguous bf16 / fp16 relbias shape at D 64 and 128 (the option gluon; not dispatched by default)"),
+        ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False), "kernel: the Gluon forward kernel without the overlap "
+         "(gluon_pipe=False: both products synchronous), on the same shapes")):
+    register(Gate(
+        name=_name,
+        family="relbias",
+        groups=RELBIAS_GROUPS,
+        applies=_gluon_fwd_takes,
+        subject=lambda inp, perturb=None, _kw=_kw: relbias_kernel_call(inp, perturb, force="fwd", gluon=True, **_kw),
+        what=_what,
+        needs="sm90",
+        perturbations=_RELBIAS_PERTURBATIONS,
+    ))
 
 register(Gate(
     name="relbias/triton_decode",
