@@ -243,8 +243,8 @@ def relbias_fwd_gluon_kernel(
     acc = gl.zeros([BLOCK_M, D], gl.float32, layout=o_l)
     if PIPE:
         # FlashAttention-3's intra-warpgroup overlap: P_{j-1} V_{j-1} runs while tile j's softmax is computed. The
-        # ring holds STAGES - 1 tiles ahead of the one whose values are pending.
-        for i in gl.static_range(STAGES - 1):
+        # ring starts full; tile j - 1's slot is refilled (with tile j - 1 + STAGES) once its values are used.
+        for i in gl.static_range(STAGES):
             _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + i * BLOCK_N, col, i, i < kt, BLOCK_N, D)
         p_prev = gl.zeros([BLOCK_M, BLOCK_N], dtype, layout=p_l)
         if kt > 0:  # tile 0: its scores and softmax (its value product runs in the next step)
