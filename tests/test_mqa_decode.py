@@ -316,6 +316,19 @@ def test_gluon_matches_the_triton_twin(case, warps, fused, asy):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("asy", [False, True])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t2-h32-nvfp4", "mqa_decode-model-t5-h32-nvfp4-partial"])
+def test_gluon_e2m1_bits_gives_the_same_bits(case, asy):
+    """The nvfp4 decode from bits (gluon_e2m1_bits) decodes every value to the same bf16 as the default decode, so
+    the kernel's output and LSE are the same bits."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 3)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_async=asy)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_async=asy, gluon_e2m1_bits=True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.cuda
 def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     """The fused merge's arrival counters live at the end of the caller's workspace and are reset by each launch:
     graph replays give the eager bits, also after the inputs change in place."""
@@ -345,3 +358,95 @@ def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_fused=True)
     assert torch.equal(out, eager)
     assert bool((ws[-T:].view(torch.int32) == 0).all())
+
+
+def _ptx_run(asm: str, regs: dict) -> dict:
+    """A PTX emulator for the instructions the e2m1 decode uses (mov, and, or, shr.u32, mul.lo.u32 and
+    mul.rn.bf16x2), over numpy uint32 arrays: regs maps "$2" etc. to arrays; returns every register."""
+    import re
+
+    import numpy as np
+
+    def bf16x2_mul(a, b):
+        def halves(x):
+            return [torch.from_numpy(((x >> (16 * i)) & 0xFFFF).astype(np.int32) << 16).view(torch.float32).double()
+                    for i in (0, 1)]
+        out = np.zeros_like(a)
+        for i, (x, y) in enumerate(zip(halves(a), halves(b))):
+            p = (x * y).to(torch.bfloat16)  # round to nearest even (every product here is exact)
+            out |= (p.view(torch.int16).numpy().astype(np.uint32) & 0xFFFF) << (16 * i)
+        return out
+
+    env = dict(regs)
+    val = lambda t: env[t] if t in env else np.uint32(int(t, 0))  # noqa: E731
+    for line in asm.strip().strip("{}").split(";"):
+        line = line.strip()
+        if not line or line.startswith(".reg"):
+            continue
+        op, args = line.split(None, 1)
+        d, *src = [a.strip() for a in args.split(",")]
+        x = [np.asarray(val(s), dtype=np.uint64) for s in src]
+        if op == "mov.b32":
+            r = x[0]
+        elif op == "and.b32":
+            r = x[0] & x[1]
+        elif op == "or.b32":
+            r = x[0] | x[1]
+        elif op == "shr.u32":
+            r = x[0] >> x[1]
+        elif op == "mul.lo.u32":
+            r = (x[0] * x[1]) & 0xFFFFFFFF
+        elif op == "mul.rn.bf16x2":
+            r = bf16x2_mul(np.broadcast_to(x[0], x[1].shape if x[1].ndim else x[0].shape).astype(np.uint32),
+                           np.broadcast_to(x[1], x[0].shape if x[0].ndim else x[1].shape).astype(np.uint32))
+        else:
+            raise NotImplementedError(op)
+        assert re.fullmatch(r"\$?\w+", d), d
+        env[d] = np.asarray(r, dtype=np.uint32)
+    return env
+
+
+def test_e2m1_bit_decode_is_exact():
+    """The Gluon kernel's e2m1 decode from bits (option gluon_e2m1_bits; its PTX run by an emulator here, as the
+    kernel holds it): every low and high nibble of every byte pair, in both halves of the 32-bit word, times every
+    finite e4m3 scale, equals the reference decoder's value times the scale, bit for bit (signed zeros included)."""
+    import numpy as np
+
+    from attnkit.mqa_decode.kernel_swapab_gluon import E2M1_HI_ASM, E2M1_LO_ASM
+    from attnkit.reference.mqa_decode import E4M3_VALUES, decode_e2m1
+
+    pairs = np.arange(1 << 16, dtype=np.uint32)
+    word = pairs | (pairs[::-1] << 16)  # bytes 0, 1 and (other values) bytes 2, 3 of the same word
+    scales = E4M3_VALUES[~torch.isnan(E4M3_VALUES)]
+    rng = np.random.default_rng(0)
+    for sc in [scales[i] for i in (0, 1, 7, 8, 56, 126, 127, 128, 200, 253)] + list(rng.choice(scales.numpy(), 8)):
+        sc = float(sc)
+        s16 = np.uint32(torch.tensor(sc * 2.0 ** 63).to(torch.bfloat16).view(torch.int16).item() & 0xFFFF)
+        assert torch.tensor(sc * 2.0 ** 63).to(torch.bfloat16).double().item() == sc * 2.0 ** 63  # exact
+        s2 = np.full_like(word, s16 | (s16 << 16))
+        for asm, shift in ((E2M1_LO_ASM, 0), (E2M1_HI_ASM, 4)):
+            env = _ptx_run(asm, {"$2": word, "$3": s2, "$4": s2})
+            for reg, w_bytes in (("$0", word & 0xFFFF), ("$1", word >> 16)):
+                out = env[reg]
+                for half in (0, 1):
+                    nib = (w_bytes >> (8 * half + shift)) & 0xF
+                    want = decode_e2m1(torch.from_numpy(nib.astype(np.int64))) * sc
+                    bits = ((out >> (16 * half)) & 0xFFFF).astype(np.int32) << 16
+                    got = torch.from_numpy(bits).view(torch.float32).double()
+                    assert torch.equal(got, want), (sc, reg, half)
+                    assert torch.equal(torch.signbit(got), torch.signbit(want)), (sc, reg, half)
+
+
+def test_e2m1_bit_decode_emulator_catches_a_wrong_multiplier():
+    """The check above can fail: the same PTX with the magnitude multiplier off by one bit position is wrong."""
+    import numpy as np
+
+    from attnkit.mqa_decode.kernel_swapab_gluon import E2M1_LO_ASM
+    from attnkit.reference.mqa_decode import decode_e2m1
+
+    bad = E2M1_LO_ASM.replace("0x4040", "0x8080")
+    w = np.arange(1 << 16, dtype=np.uint32)
+    one = np.uint32(0x5F00 | (0x5F00 << 16))  # scale 1 (times 2^63)
+    out = _ptx_run(bad, {"$2": w, "$3": np.full_like(w, one), "$4": np.full_like(w, one)})["$0"]
+    got = torch.from_numpy(((out & 0xFFFF).astype(np.int32) << 16)).view(torch.float32).double()
+    assert not torch.equal(got, decode_e2m1(torch.from_numpy((w & 0xF).astype(np.int64))))

@@ -347,6 +347,14 @@ SWEEPS["relbias-gluon"] = Sweep(
      ("gluon-w4", dict(gluon=True, num_warps=4)),
      ("diag-gluon-nobias", dict(gluon=True, _perturb="bias-dropped"))))
 
+SWEEPS["mqa-gluon-e2m1"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
+    "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",
+    tuple(f"mqa_decode-step-h{h}-t{t}-nvfp4" for h in (16, 32) for t in (1, 2, 4, 8, 16, 32, 64)),
+    (("headpad", dict(kernel="headpad")),
+     ("gluon", dict(kernel="swapab", gluon=True)),
+     ("gluon-e2m1-bits", dict(kernel="swapab", gluon=True, gluon_e2m1_bits=True))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -351,6 +351,19 @@ register(Gate(
     perturbations=_MQA_PERTURBATIONS,
 ))
 
+register(Gate(
+    name="mqa_decode/gluon_swapab_e2m1_bits",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32) and c["fmt"] == "nvfp4",
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True,
+                                                       gluon_e2m1_bits=True),
+    what="kernel: the Gluon swap-AB decode with nvfp4 codes decoded from their bits into bf16 (option "
+         "gluon_e2m1_bits; not dispatched by default), on the nvfp4 shapes",
+    needs="sm90",
+    perturbations=_MQA_PERTURBATIONS,
+))
+
 
 def _writer_latents(inp):
     lat = inp["q"].reshape(-1, inp["q"].shape[-1])[:48].contiguous()

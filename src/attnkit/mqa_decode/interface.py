@@ -59,12 +59,13 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
 LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in launch order (for tests)
 
 
-def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False) -> tuple:
+def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else ""))
           if getattr(plan, "gluon", False) else "")
-    return (kernel + gl + ("_pdl" if pdl else ""), H, plan.block_n, getattr(plan, "out_dc", 512), plan.num_warps, fmt)
+    return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else ""), H, plan.block_n,
+            getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -74,7 +75,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, pdl=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         gluon_async=None, gluon_e2m1_bits=None, pdl=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -85,7 +86,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
     each token's splits itself (its last program to finish), so the step is one launch. gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
-    ahead (the first tile's while the query is prepared). Defaults and their measurements: ``config.py``.
+    ahead (the first tile's while the query is prepared). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``, default
+    off, not timed): the Gluon kernel decodes nvfp4 codes from their bits into bf16 with two bf16x2 products (the same
+    values). Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
     formats. num_splits: slot-list splits per token (default: the split rule);
@@ -137,11 +140,12 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT, headpad_plan,
-                         swapab_plan, use_swapab)
+    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT,
+                         headpad_plan, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
+    e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
     use_pdl = resolve_pdl(pdl, dev)
     pl = pdl_launch(use_pdl)
     runs = gluon_runs(dev)
@@ -197,11 +201,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
-    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl))
-    if kernel == "swapab" and plan.gluon:
+    gluon_path = kernel == "swapab" and plan.gluon
+    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path))
+    if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
-                                        NVFP4=common["NVFP4"], PERTURB=common["PERTURB"], PREFETCH=prefetch,
+                                        NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
+                                        PREFETCH=prefetch,
                                         FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, num_warps=plan.num_warps, **pl)
@@ -269,7 +275,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
-                      gluon=None, pdl=None) -> set:
+                      gluon=None, gluon_e2m1_bits=None, pdl=None) -> set:
     """Compile the attention kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -288,6 +294,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
         n0 = len(LAUNCHED_KEYS)
         mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
-                             validate=False, swapab_per_format=swapab_per_format, gluon=gluon, pdl=pdl)
+                             validate=False, swapab_per_format=swapab_per_format, gluon=gluon,
+                             gluon_e2m1_bits=gluon_e2m1_bits, pdl=pdl)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

@@ -38,6 +38,34 @@ from .._triton.pdl import pdl_entry
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 
 
+def _e2m1_asm(mag_mask: int, sign_mask: int, mag_mul: int, sign_mul: int) -> str:
+    """PTX for four e2m1 nibbles (one per byte of $2, at mag_mask / sign_mask within each byte pair) times their
+    scales ($3, $4: bf16x2, the scale times 2^63) -> $0, $1 (bf16x2). The multiplies place a byte pair's two
+    magnitudes at bf16 bits 6-8 and 22-24 and its two signs at 15 and 31 (the cross terms land on bits the masks
+    clear); the bf16 with those bits is the e2m1 value times 2^-126."""
+    pair = """
+        and.b32 m, {w}, {mm:#06x};
+        and.b32 g, {w}, {sm:#06x};
+        mul.lo.u32 m, m, {mk:#x};
+        mul.lo.u32 g, g, {sk:#x};
+        and.b32 m, m, 0x01C001C0;
+        and.b32 g, g, 0x80008000;
+        or.b32 m, m, g;
+        mul.rn.bf16x2 m, m, {s};
+        mul.rn.bf16x2 {o}, m, c;"""
+    f = dict(mm=mag_mask, sm=sign_mask, mk=mag_mul, sk=sign_mul)
+    return ("{\n        .reg .b32 w, m, g, c;\n        mov.b32 c, 0x5F005F00;"
+            + pair.format(w="$2", s="$3", o="$0", **f)
+            + "\n        shr.u32 w, $2, 16;"
+            + pair.format(w="w", s="$4", o="$1", **f) + "\n        }")
+
+
+# the low nibbles (magnitudes at bits 0-2 / 8-10 of a byte pair, signs at 3 / 11) and the high ones (4-6 / 12-14,
+# signs at 7 / 15); tests/test_mqa_decode.py runs these strings through a PTX emulator for every input
+E2M1_LO_ASM = _e2m1_asm(0x0707, 0x0808, 0x4040, 0x00101000)
+E2M1_HI_ASM = _e2m1_asm(0x7070, 0x8080, 0x0404, 0x00010100)
+
+
 @gluon.jit
 def _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N: gl.constexpr, PERTURB: gl.constexpr, rows_l: gl.constexpr):
     """Slot ids of list positions p0 .. p0 + BLOCK_N (bounded by p1) and their validity; PERTURB 1 (the
@@ -66,7 +94,7 @@ def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP
         blk = c * 8 + g
         if PERTURB == 2:  # the deliberately wrong variant: each block reads its neighbour's scale
             blk = (blk + 1) % 32
-        x = _e2m1_block_values(b, gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0), BLOCK_N)
+        x = _e2m1_block_values(b, gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0), BLOCK_N, NVFP4)
     else:
         e = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
         b = gl.load(rp + (c * 128 + g[None, :, None] * 16 + e[None, None, :]), mask=m3, other=0)
@@ -87,14 +115,37 @@ def _ue8m0_scale(s):
 
 
 @gluon.jit
-def _e2m1_block_values(b, s, BLOCK_N: gl.constexpr):
+def _e2m1_block_values(b, s, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr = 1):
     """e2m1 pairs b [BLOCK_N, 8 blocks, 8 bytes] (even dim in the low nibble) and the blocks' e4m3 scale bytes s
-    [BLOCK_N, 8] -> the 128 values, exact in bf16 [BLOCK_N, 128]."""
+    [BLOCK_N, 8] -> the 128 values, exact in bf16 [BLOCK_N, 128]. NVFP4 1: each code through an fp16 and an fp32
+    product; 2 (the option gluon_e2m1_bits): each code's bits as a bf16 and two bf16x2 products (_e2m1_x4_bf16)."""
+    if NVFP4 == 2:
+        sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 9.223372036854776e18).to(gl.bfloat16)  # x 2^63
+        scb, _ = gl.broadcast(sc[:, :, None], b)
+        lo = _e2m1_x4_bf16(b, scb, False)
+        hi = _e2m1_x4_bf16(b, scb, True)
+        return gl.reshape(gl.join(lo, hi), [BLOCK_N, 128])  # dim 2k: low nibble
     sc = (s.to(gl.float8e4nv, bitcast=True).to(gl.float32) * 16384.0)[:, :, None]  # e2m1 below is value x 2^-14
     bi = b.to(gl.int32)
     lo = _e2m1_f16_bits(bi & 0xF).to(gl.float16, bitcast=True).to(gl.float32) * sc
     hi = _e2m1_f16_bits(bi >> 4).to(gl.float16, bitcast=True).to(gl.float32) * sc
     return gl.reshape(gl.join(lo.to(gl.bfloat16), hi.to(gl.bfloat16)), [BLOCK_N, 128])  # dim 2k: low nibble
+
+
+@gluon.jit
+def _e2m1_x4_bf16(b, scb, HI: gl.constexpr):
+    """The low (or HI: high) e2m1 nibbles of four bytes b (uint8) times their blocks' scales scb (bf16, the e4m3
+    scale times 2^63) -> four bf16 values, exactly. Per two bytes: the two magnitudes' three bits land on the bf16
+    exponent's two lowest bits and the mantissa's highest (one mask, one multiply spreading them, one mask: the
+    bf16 equal to the value times 2^-126, the code 0.5 a bf16 subnormal), the two signs likewise; then two bf16x2
+    products: by the scale times 2^63, then by 2^63. Every product is exact (at most 6 significant bits, inside the
+    normal range after the first); checked for every code, byte pair and e4m3 scale by emulation
+    (tests/test_mqa_decode.py::test_e2m1_bit_decode_is_exact)."""
+    if HI:
+        asm: gl.constexpr = E2M1_HI_ASM
+    else:
+        asm: gl.constexpr = E2M1_LO_ASM
+    return gl.inline_asm_elementwise(asm, "=r,=r,r,r,r", [b, scb], dtype=gl.bfloat16, is_pure=True, pack=4)
 
 
 @gluon.jit
@@ -195,7 +246,7 @@ def _decode_smem_chunk(raw_codes, raw_scales, kv_smem, c: gl.constexpr, BLOCK_N:
     bf16) and store them to the tile."""
     if NVFP4:
         b = raw_codes.index(c).load(L3)  # [rows, 16-dim block, 8 bytes]
-        x = _e2m1_block_values(b, raw_scales.slice(c * 8, 8, dim=1).load(gl.SliceLayout(2, L3)), BLOCK_N)
+        x = _e2m1_block_values(b, raw_scales.slice(c * 8, 8, dim=1).load(gl.SliceLayout(2, L3)), BLOCK_N, NVFP4)
     else:
         b = raw_codes.index(c).load(L4)  # [rows, 32-dim block, half, 16 codes]
         if PERTURB == 2:

@@ -156,6 +156,11 @@ def _variants():
                             dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
                             dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=fused, SINK_ON=True,
                                  ROPE_UNDO=True, WRITE_F32=False, ASYNC=asy), dict(num_warps=w)))
+    for H in (16, 32):  # the option gluon_e2m1_bits (nvfp4 codes decoded from their bits into bf16)
+        out.append((f"mqa_swapab_gluon H{H} nvfp42 warps8 fused0 async0", mqa_swapab_gluon_kernel,
+                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                    dict(H=H, BLOCK_N=64, NVFP4=2, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
+                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False), dict(num_warps=8)))
     out.append(("mqa_merge", mqa_merge_kernel,
                 dict(M="*fp32", L="*fp32", ACC="*fp32", SINK="*fp32", POS="*i64", COS_SIN="*fp32", OUT="*bf16",
                      LSE="*fp32", O32="*fp32"), dict(BLOCK_S=32, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False),
