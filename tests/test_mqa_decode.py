@@ -425,7 +425,7 @@ def test_e2m1_bit_decode_is_exact():
         assert torch.tensor(sc * 2.0 ** 63).to(torch.bfloat16).double().item() == sc * 2.0 ** 63  # exact
         s2 = np.full_like(word, s16 | (s16 << 16))
         for asm, shift in ((E2M1_LO_ASM, 0), (E2M1_HI_ASM, 4)):
-            env = _ptx_run(asm, {"$2": word, "$3": s2, "$4": s2})
+            env = _ptx_run(asm.value, {"$2": word, "$3": s2, "$4": s2})
             for reg, w_bytes in (("$0", word & 0xFFFF), ("$1", word >> 16)):
                 out = env[reg]
                 for half in (0, 1):
@@ -444,7 +444,7 @@ def test_e2m1_bit_decode_emulator_catches_a_wrong_multiplier():
     from attnkit.mqa_decode.kernel_swapab_gluon import E2M1_LO_ASM
     from attnkit.reference.mqa_decode import decode_e2m1
 
-    bad = E2M1_LO_ASM.replace("0x4040", "0x8080")
+    bad = E2M1_LO_ASM.value.replace("0x4040", "0x8080")
     w = np.arange(1 << 16, dtype=np.uint32)
     one = np.uint32(0x5F00 | (0x5F00 << 16))  # scale 1 (times 2^63)
     out = _ptx_run(bad, {"$2": w, "$3": np.full_like(w, one), "$4": np.full_like(w, one)})["$0"]

@@ -62,8 +62,8 @@ def _e2m1_asm(mag_mask: int, sign_mask: int, mag_mul: int, sign_mul: int) -> str
 
 # the low nibbles (magnitudes at bits 0-2 / 8-10 of a byte pair, signs at 3 / 11) and the high ones (4-6 / 12-14,
 # signs at 7 / 15); tests/test_mqa_decode.py runs these strings through a PTX emulator for every input
-E2M1_LO_ASM = _e2m1_asm(0x0707, 0x0808, 0x4040, 0x00101000)
-E2M1_HI_ASM = _e2m1_asm(0x7070, 0x8080, 0x0404, 0x00010100)
+E2M1_LO_ASM = gl.constexpr(_e2m1_asm(0x0707, 0x0808, 0x4040, 0x00101000))
+E2M1_HI_ASM = gl.constexpr(_e2m1_asm(0x7070, 0x8080, 0x0404, 0x00010100))
 
 
 @gluon.jit
