@@ -83,7 +83,8 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
     assert c.ok, c.reason
 
 
-@pytest.mark.parametrize("opts", [dict(block_n=128, num_stages=2), dict(num_warps=4), dict(num_stages=2)])
+@pytest.mark.parametrize("opts", [dict(block_n=128, num_stages=2), dict(num_warps=4), dict(num_stages=2),
+                                  dict(gluon_bias_gather=False)])
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), "cuda", 0)

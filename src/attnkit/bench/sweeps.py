@@ -345,6 +345,7 @@ SWEEPS["relbias-gluon"] = Sweep(
      ("gluon-s4", dict(gluon=True, num_stages=4)),
      ("gluon-bn128-s2", dict(gluon=True, block_n=128, num_stages=2)),
      ("gluon-w4", dict(gluon=True, num_warps=4)),
+     ("gluon-bias-load", dict(gluon=True, gluon_bias_gather=False)),
      ("diag-gluon-nobias", dict(gluon=True, _perturb="bias-dropped"))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(

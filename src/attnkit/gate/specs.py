@@ -133,8 +133,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd", {}, "kernel: the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, "
          "the bias from each tile's strip, the value product overlapped with the next tile's softmax), on every "
          "contiguous bf16 / fp16 relbias shape at D 64 and 128 (the option gluon; not dispatched by default)"),
-        ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False), "kernel: the Gluon forward kernel without the overlap "
-         "(gluon_pipe=False: both products synchronous), on the same shapes")):
+        ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
+         "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
+         "per score (gluon_bias_gather=False), on the same shapes")):
     register(Gate(
         name=_name,
         family="relbias",

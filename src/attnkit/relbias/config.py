@@ -139,6 +139,10 @@ GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", False,
 GLUON_PIPE = Switch("gluon_pipe", "ATTNKIT_RELBIAS_GLUON_PIPE", True,
                     "Gluon forward kernel: tile j - 1's value product runs during tile j's softmax "
                     "(FlashAttention-3's intra-warpgroup overlap); not yet timed")
+GLUON_BIAS_GATHER = Switch("gluon_bias_gather", "ATTNKIT_RELBIAS_GLUON_BIAS_GATHER", True,
+                           "Gluon forward kernel: each tile builds its bias from its strip by a shared-memory gather "
+                           "(two CTA barriers a tile); off: each score loads its table entry (cached loads); not yet "
+                           "timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -220,6 +224,7 @@ class GluonFwdConfig:
     block_n: int
     stages: int  # key / value tiles in the TMA ring
     pipe: bool
+    bias_gather: bool = True
 
     @property
     def block_m(self) -> int:
@@ -231,7 +236,7 @@ GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room fo
 
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
-                     num_stages: int | None = None, pipe: bool = True) -> GluonFwdConfig:
+                     num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 128 query rows on two warpgroups, 64-key tiles, a
     ring of three key / value tiles (132 KB of shared memory at D 128: one program per SM; 200 registers without
     the overlap, 213-228 with it, no spills: compile_check on sm_90). Not yet timed: the starting point of the
@@ -247,7 +252,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     if smem > GLUON_SMEM_LIMIT:
         raise ValueError(f"num_stages: {stages} tiles of {bn} keys at D {head_dim} need {smem // 1024} KB of shared "
                          f"memory, over the {GLUON_SMEM_LIMIT // 1024} KB a Hopper program may use")
-    return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe)
+    return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

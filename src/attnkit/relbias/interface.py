@@ -12,7 +12,8 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, GLUON, GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA,
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, GLUON, GLUON_BIAS_GATHER, GLUON_HEAD_DIMS, GLUON_PIPE,
+                     KV_TMA,
                      decode_plan, fwd_config, gluon_fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
@@ -124,7 +125,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
-                      pdl=None, gluon=None, gluon_pipe=None, _perturb=None, _force=None, _masked_strip=True):
+                      pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -146,7 +147,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     merge launched as programmatic dependents, CUDA sm_90+; off, not timed), ``gluon`` (``ATTNKIT_RELBIAS_GLUON``:
     prefill and chunks of more than 32 query tokens on the Gluon forward kernel for sm_90, over contiguous bf16 /
     fp16 k, v at D 64 or 128; off: not yet run on a GPU) with ``gluon_pipe`` (its value product overlapped with
-    the next tile's softmax, default on) and the tile options ``block_n``, ``num_warps``, ``num_stages``.
+    the next tile's softmax, default on), ``gluon_bias_gather`` (the bias built from the tile's strip by a gather,
+    default on; off: one cached load per score) and the tile options ``block_n``, ``num_warps``, ``num_stages``.
     ``_masked_strip=False``
     (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
     """
@@ -160,6 +162,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     split = SPLIT_LOOPS.resolve(split_loops)
     use_pdl = resolve_pdl(pdl, q.device)
     use_gluon, gpipe = GLUON.resolve(gluon), GLUON_PIPE.resolve(gluon_pipe)
+    ggather = GLUON_BIAS_GATHER.resolve(gluon_bias_gather)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
@@ -199,7 +202,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         return out, lse
     if use_gluon:
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
-                   _perturb, gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe), heavy)
+                   _perturb, gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather),
+                   heavy)
         return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
                      bias_strip=strip, kv_tma=tma, **tune)
@@ -257,7 +261,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
         q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0),
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, PIPE=cfg.pipe,
-        num_warps=cfg.num_warps,
+        GATHER=cfg.bias_gather, num_warps=cfg.num_warps,
     )
 
 

@@ -51,14 +51,21 @@ def _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, row, col, slot, pred, 
 @gluon.jit
 def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr,
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
-                 PERTURB: gl.constexpr, s_l: gl.constexpr, strip_l: gl.constexpr):
+                 PERTURB: gl.constexpr, s_l: gl.constexpr, strip_l: gl.constexpr, GATHER: gl.constexpr = True):
     """A tile's scores in the base-2 domain: q.k scaled, plus the bias built from the strip of BLOCK_M + BLOCK_N - 1
     distances base .. (base: the tile's smallest distance, the first row's to the last key), masked (MASKED) unless
-    the tile is interior. full_rows: which rows of the block are queries of this sequence."""
+    the tile is interior. full_rows: which rows of the block are queries of this sequence. GATHER False: each score
+    loads its entry of the table itself (cached loads, no shared-memory gather and its barriers)."""
     s = s * qk_scale
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
-    if PERTURB != 1:
+    if PERTURB != 1 and not GATHER:
+        dist2 = base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1))
+        bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * LOG2E
+        if not CLAMP:
+            bias = gl.where(dist2 < E, bias, 0.0)  # beyond the extent: no bias
+        s = s + bias
+    if PERTURB != 1 and GATHER:
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
         dist = base + t
@@ -93,7 +100,7 @@ def _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, 
           first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr, BLOCK_M: gl.constexpr,
           BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
           CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
-          strip_l: gl.constexpr):
+          strip_l: gl.constexpr, GATHER: gl.constexpr):
     """Key tile j, both products synchronous; then its ring slot refilled with tile j + STAGES."""
     slot = j % STAGES
     phase = (j // STAGES) & 1
@@ -102,7 +109,7 @@ def _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, 
     s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)),
                       gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
     s = _tile_scores(s, tab, first_pos - (n0 + BLOCK_N - 1) + shift, E, n0, first_pos, seqlen_k, win, full_rows,
-                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l)
+                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER)
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
     mbarrier.wait(vbar.index(slot), phase)
@@ -119,7 +126,7 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr, BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
-               strip_l: gl.constexpr):
+               strip_l: gl.constexpr, GATHER: gl.constexpr):
     """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
     while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES."""
     slot = j % STAGES
@@ -132,7 +139,7 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
     acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
     s = _tile_scores(s, tab, first_pos - (n0 + BLOCK_N - 1) + shift, E, n0, first_pos, seqlen_k, win, full_rows,
-                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l)
+                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER)
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
     acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
@@ -151,7 +158,7 @@ def relbias_fwd_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
-    PIPE: gl.constexpr = False, PDL: gl.constexpr = False,
+    PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -252,7 +259,8 @@ def relbias_fwd_gluon_kernel(
             s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)),
                               gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
             s = _tile_scores(s, tab, first_pos - (lo + BLOCK_N - 1) + shift, E, lo, first_pos, seqlen_k, win,
-                             full_rows, qk_scale, True, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l)
+                             full_rows, qk_scale, True, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l,
+                             GATHER)
             m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
             p_prev = gl.convert_layout(p.to(dtype), p_l)
         j1 = gl.maximum(ja, 1)
@@ -261,17 +269,17 @@ def relbias_fwd_gluon_kernel(
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
-                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
         for j in range(j1, j2):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
-                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
         for j in range(j2, kt):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
-                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)
@@ -282,15 +290,15 @@ def relbias_fwd_gluon_kernel(
         for j in range(0, ja):
             m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
                                   tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
-                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
         for j in range(ja, jb):
             m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
                                   tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, False, BLOCK_M,
-                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
         for j in range(jb, kt):
             m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
                                   tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
-                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l)
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
 
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(kbar.index(i))

@@ -124,15 +124,17 @@ def _variants():
 
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import relbias_fwd_gluon_kernel
-    for D, pipe, win, clamp in ((128, True, False, False), (128, False, True, False), (64, True, True, True)):
-        gc = gluon_fwd_config(D, pipe=pipe)
+    for D, pipe, win, clamp, gather in ((128, True, False, False, True), (128, False, True, False, True),
+                                        (64, True, True, True, True), (128, True, False, False, False)):
+        gc = gluon_fwd_config(D, pipe=pipe, bias_gather=gather)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{gl.NVMMASharedLayout(128, 16, rank=2)!r}>"
-        out.append((f"relbias_fwd_gluon D{D} bn{gc.block_n} w{gc.num_warps} s{gc.stages} pipe{int(pipe)}",
+        out.append((f"relbias_fwd_gluon D{D} bn{gc.block_n} w{gc.num_warps} s{gc.stages} pipe{int(pipe)}"
+                    + ("" if gather else " load"),
                     relbias_fwd_gluon_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=gc.block_n, STAGES=gc.stages, HAS_WINDOW=win,
-                         CLAMP=clamp, PERTURB=0, PIPE=pipe), dict(num_warps=gc.num_warps)))
+                         CLAMP=clamp, PERTURB=0, PIPE=pipe, GATHER=gather), dict(num_warps=gc.num_warps)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
