@@ -346,3 +346,17 @@ def test_split_loops_give_the_same_bits_in_decode(case_id, device):
     a = relbias_kernel_call(inp, force="decode", num_splits=3)
     b = relbias_kernel_call(inp, force="decode", num_splits=3, split_loops=True)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("force", ["decode", "fwd"])
+def test_fp8_f16_conversion_gives_the_same_bits(force, device):
+    """fp8_f16_cvt converts fp8 k, v through fp16 and fp32 instead of by the direct cast: the same values, so the
+    same output and LSE bits, in the decode and the forward kernel."""
+    inp = _inp("relbias-fp8-decode-b2", device, seed=4)
+    a = relbias_kernel_call(inp, force=force)
+    b = relbias_kernel_call(inp, force=force, fp8_f16_cvt=True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(b[0], ref, base, lse=b[1], lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason

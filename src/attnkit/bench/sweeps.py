@@ -356,6 +356,12 @@ SWEEPS["mqa-gluon-e2m1"] = Sweep(
      ("gluon", dict(kernel="swapab", gluon=True)),
      ("gluon-e2m1-bits", dict(kernel="swapab", gluon=True, gluon_e2m1_bits=True))))
 
+SWEEPS["relbias-fp8-cvt"] = Sweep(
+    "relbias", "fp8 k, v converted through fp16 and fp32 (fp8_f16_cvt: a packed conversion per two codes and a "
+    "full-rate widening) against the direct cast (a quarter-rate conversion per code on sm_90); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("rule", {}), ("fp8-f16-cvt", dict(fp8_f16_cvt=True))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -133,6 +133,10 @@ BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
                 "(takes the branch-free loops); not yet timed, so off")
+FP8_F16_CVT = Switch("fp8_f16_cvt", "ATTNKIT_RELBIAS_FP8_F16_CVT", False,
+                     "fp8 k, v converted to q's dtype through fp16 and fp32 (one packed conversion per two codes, "
+                     "full-rate widening) instead of the direct cast (one quarter-rate conversion per code on sm_90); "
+                     "the same values; not yet timed")
 GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", False,
                "forward kernel: the Gluon kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each "
                "tile's strip) over contiguous bf16 / fp16 k, v at D 64 or 128; not yet run on a GPU, so off")
