@@ -27,20 +27,23 @@ def require(cond: bool, name: str, msg: str) -> None:
         raise ValueError(f"{name}: {msg}")
 
 
-def gluon_runs(device) -> bool:
-    """Whether a Gluon kernel for Hopper can run on `device`: a CUDA sm_90 GPU, not Triton's interpreter (Gluon
-    has none)."""
+def _cuda_capability(device) -> tuple[int, int] | None:
+    """The compute capability of `device` when kernels compile for it (a CUDA device, not Triton's interpreter),
+    else None."""
     if interpreting() or getattr(device, "type", device) != "cuda":
-        return False
+        return None
     index = torch.device(device).index
-    return _gluon_on_sm90(torch.cuda.current_device() if index is None else index)
+    return _capability(torch.cuda.current_device() if index is None else index)
 
 
 @functools.lru_cache(maxsize=None)
-def _gluon_on_sm90(index: int) -> bool:
-    """Per CUDA device, asked once (every step asks): sm_90 and Gluon importable."""
-    if torch.cuda.get_device_capability(index) != (9, 0):
-        return False
+def _capability(index: int) -> tuple[int, int]:
+    """Per CUDA device, asked once (every step asks)."""
+    return torch.cuda.get_device_capability(index)
+
+
+@functools.lru_cache(maxsize=None)
+def _gluon_importable() -> bool:
     try:
         import triton.experimental.gluon  # noqa: F401
     except ImportError:
@@ -48,18 +51,17 @@ def _gluon_on_sm90(index: int) -> bool:
     return True
 
 
+def gluon_runs(device) -> bool:
+    """Whether a Gluon kernel for Hopper can run on `device`: a CUDA sm_90 GPU, not Triton's interpreter (Gluon
+    has none)."""
+    return _cuda_capability(device) == (9, 0) and _gluon_importable()
+
+
 def pdl_runs(device) -> bool:
     """Whether programmatic dependent launch can be used on `device`: a CUDA GPU of compute capability 9.0 or
     newer, not Triton's interpreter (which has no griddepcontrol instructions)."""
-    if interpreting() or getattr(device, "type", device) != "cuda":
-        return False
-    index = torch.device(device).index
-    return _capability(torch.cuda.current_device() if index is None else index) >= (9, 0)
-
-
-@functools.lru_cache(maxsize=None)
-def _capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
+    cap = _cuda_capability(device)
+    return cap is not None and cap >= (9, 0)
 
 
 def resolve_pdl(value, device) -> bool:

@@ -90,9 +90,11 @@ PROVIDERS: dict[str, list[Provider]] = {
 
 
 def _gluon_fwd_case(c) -> bool:
+    """A prefill case (more than DECODE_MAX_Q query tokens) the Gluon forward kernel takes, on a GPU it runs on."""
     from .._runtime import gluon_runs
-    return (c["block_size"] is None and c["kv"] != "fp8" and c["D"] in (64, 128) and max(c["seqlens_q"]) > 32
-            and torch.cuda.is_available() and gluon_runs(torch.device("cuda")))
+    from ..relbias.config import DECODE_MAX_Q, gluon_fwd_takes
+    return (gluon_fwd_takes(c["block_size"] is not None, c["kv"] == "fp8", c["D"])
+            and max(c["seqlens_q"]) > DECODE_MAX_Q and torch.cuda.is_available() and gluon_runs(torch.device("cuda")))
 
 
 def _relbias_ours(inp, **extra):

@@ -125,8 +125,9 @@ register(Gate(
 ))
 
 def _gluon_fwd_takes(c) -> bool:
-    """The cases the Gluon forward kernel takes: contiguous k, v in q's dtype, D 64 or 128."""
-    return c["block_size"] is None and c["kv"] != "fp8" and c["D"] in (64, 128)
+    """The cases the Gluon forward kernel takes (attnkit.relbias.config.gluon_fwd_takes)."""
+    from ..relbias.config import gluon_fwd_takes
+    return gluon_fwd_takes(c["block_size"] is not None, c["kv"] == "fp8", c["D"])
 
 
 for _name, _kw, _what in (

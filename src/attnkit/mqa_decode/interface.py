@@ -75,7 +75,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, gluon_e2m1_bits=None, pdl=None, _perturb=None, _return_fp32=False, _merge_block_s=None):
+                         gluon_async=None, gluon_e2m1_bits=None, pdl=None, _perturb=None, _return_fp32=False,
+                         _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -86,9 +87,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
     each token's splits itself (its last program to finish), so the step is one launch. gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
-    ahead (the first tile's while the query is prepared). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``, default
-    off, not timed): the Gluon kernel decodes nvfp4 codes from their bits into bf16 with two bf16x2 products (the same
-    values). Defaults and their measurements: ``config.py``.
+    ahead (the first tile's while the query is prepared). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
+    default off, not timed): the Gluon kernel decodes nvfp4 codes from their bits into bf16 with two bf16x2 products
+    (the same values). Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
     formats. num_splits: slot-list splits per token (default: the split rule);
@@ -207,8 +208,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
                                         NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
-                                        PREFETCH=prefetch,
-                                        FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
+                                        PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":

@@ -236,6 +236,11 @@ class GluonFwdConfig:
 
 
 GLUON_HEAD_DIMS = (64, 128)
+
+
+def gluon_fwd_takes(paged: bool, fp8: bool, head_dim: int) -> bool:
+    """The inputs the Gluon forward kernel takes: contiguous k, v in q's dtype (not paged, not fp8), D 64 or 128."""
+    return not paged and not fp8 and head_dim in GLUON_HEAD_DIMS
 GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room for the bias gather's scratch
 
 

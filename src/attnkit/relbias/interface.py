@@ -12,9 +12,8 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_GATHER, GLUON_HEAD_DIMS, GLUON_PIPE,
-                     KV_TMA,
-                     decode_plan, fwd_config, gluon_fwd_config, use_decode)
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_GATHER,
+                     GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
@@ -125,7 +124,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
-                      pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, fp8_f16_cvt=None, _perturb=None, _force=None, _masked_strip=True):
+                      pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, fp8_f16_cvt=None,
+                      _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -150,9 +150,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     the next tile's softmax, default on), ``gluon_bias_gather`` (the bias built from the tile's strip by a gather,
     default on; off: one cached load per score) and the tile options ``block_n``, ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
-    direct cast, the same values; off, not timed).
-    ``_masked_strip=False``
-    (a diagnostic for the sweeps) keeps the per-score lookup in the forward kernel's masked tiles.
+    direct cast, the same values; off, not timed). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
+    per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
@@ -169,6 +168,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
+    fp8_kind = 2 if fp8 and f16_cvt else fp8  # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt)
     if use_gluon:
         _gluon_check(q, k_cache if paged else k, v_cache if paged else v, paged, fp8)
     if max_seqlen_q is None:
@@ -201,12 +201,12 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip), merge_block_d, split,
-                use_pdl, f16_cvt)
+                use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
+        gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
-                   _perturb, gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather),
-                   heavy)
+                   _perturb, gcfg, heavy)
         return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
                      bias_strip=strip, kv_tma=tma, **tune)
@@ -223,8 +223,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), out.stride(0), out.stride(1), lse.stride(0),
         kk.stride(0) if paged else 0, block_table.stride(0) if paged else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=2 if fp8 and f16_cvt else fp8,
-        HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
+        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind, HAS_WINDOW=window is not None,
+        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
         FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
         BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, KV_TMA=cfg.kv_tma, num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
@@ -251,12 +251,11 @@ def _gluon_check(q, k, v, paged, fp8):
 
 def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B, max_seqlen_q, perturb, cfg, heavy):
     """The Gluon forward kernel over TMA descriptors of k, v viewed as [total_k, Hkv * D] (_gluon_check passed)."""
-    total_q, Hq, D = q.shape
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-    from .kernel_fwd_gluon import relbias_fwd_gluon_kernel
-    layout = gl.NVMMASharedLayout(128, 16, rank=2)
-    k_desc, v_desc = (TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [cfg.block_n, D], layout)
+
+    from .kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
+    total_q, Hq, D = q.shape
+    k_desc, v_desc = (TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [cfg.block_n, D], KV_LAYOUT)
                       for t in (k, v))
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     relbias_fwd_gluon_kernel[grid](
@@ -282,7 +281,7 @@ def _kv_descriptor(t, block_n, paged):
 
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
             paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None,
-            split_loops=None, use_pdl=False, f16_cvt=False):
+            split_loops=None, use_pdl=False, fp8_kind=False):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
@@ -302,9 +301,9 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), kk.stride(0) if paged else 0,
         block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=plan.block_r, BLOCK_N=plan.block_n,
-        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=2 if fp8 and f16_cvt else fp8,
-        HAS_WINDOW=window is not None,
-        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(), SPLIT_LOOPS=plan.split_loops,
+        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind,
+        HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
+        SPLIT_LOOPS=plan.split_loops,
         STRIP=plan.strip, STRIP_G=plan.strip_g, PDL=use_pdl, num_warps=plan.num_warps, num_stages=plan.num_stages,
         **pdl_launch(use_pdl),
     )

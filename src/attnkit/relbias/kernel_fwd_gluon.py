@@ -34,6 +34,9 @@ from .._triton.pdl import pdl_entry
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
+# the shared layout of the key / value tiles, which the host's TMA descriptors carry (rows of 64 or 128 bf16 / fp16:
+# 128-byte swizzle)
+KV_LAYOUT = gl.NVMMASharedLayout(128, 16, rank=2)
 
 
 @gluon.jit

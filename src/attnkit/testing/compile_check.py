@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import time
 
@@ -128,14 +129,12 @@ def _variants():
         out.append((f"sparse_int8_gluon D{D} direct{int(direct)}", sparse_int8_gluon_kernel, sparse_ptr("i8"),
                     dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=64, DIRECT=direct, PERTURB=0),
                     dict(num_warps=4)))
-    from triton.experimental.gluon import language as gl
-
     from ..relbias.config import gluon_fwd_config
-    from ..relbias.kernel_fwd_gluon import relbias_fwd_gluon_kernel
+    from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
     for D, pipe, win, clamp, gather in ((128, True, False, False, True), (128, False, True, False, True),
                                         (64, True, True, True, True), (128, True, False, False, False)):
         gc = gluon_fwd_config(D, pipe=pipe, bias_gather=gather)
-        desc = f"tensordesc<bf16[{gc.block_n}, {D}],{gl.NVMMASharedLayout(128, 16, rank=2)!r}>"
+        desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon D{D} bn{gc.block_n} w{gc.num_warps} s{gc.stages} pipe{int(pipe)}"
                     + ("" if gather else " load"),
                     relbias_fwd_gluon_kernel,
@@ -195,11 +194,8 @@ def resource_usage(cubin: bytes) -> dict:
     return {"regs": int(m.group(1)), "stack_bytes": int(m.group(2))} if m else {}
 
 
-def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
-    """The loops of a cubin's SASS (a label and the backward branch to it, at least min_len instructions), each
-    with its instruction count and its ten commonest opcodes: what a tile costs per warp, before any timing."""
-    import collections
-    import re
+def _sass_lines(cubin: bytes) -> list[str]:
+    """A cubin's SASS, one line per instruction or label (nvdisasm, from Triton's package)."""
     import subprocess
     import tempfile
 
@@ -208,14 +204,25 @@ def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        lines = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, timeout=120).stdout.splitlines()
+        return subprocess.run([tool, "-c", f.name], capture_output=True, text=True, timeout=120).stdout.splitlines()
+
+
+# an instruction line's opcode (its guard predicate skipped)
+_OPCODE = re.compile(r"\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
+
+
+def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
+    """The loops of a cubin's SASS (a label and the backward branch to it, at least min_len instructions), each
+    with its instruction count and its ten commonest opcodes: what a tile costs per warp, before any timing."""
+    import collections
+    lines = _sass_lines(cubin)
     labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"\.L_x_\d+:", ln.strip())}
-    op = re.compile(r"\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
     loops = []
     for i, ln in enumerate(lines):
         m = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
         if m and labels.get(m.group(1), i) < i:
-            ops = collections.Counter(mm.group(1) for mm in map(op.match, lines[labels[m.group(1)]:i + 1]) if mm)
+            ops = collections.Counter(mm.group(1).split(".")[0]
+                                      for mm in map(_OPCODE.match, lines[labels[m.group(1)]:i + 1]) if mm)
             if sum(ops.values()) >= min_len:
                 loops.append(dict(instructions=sum(ops.values()), top=ops.most_common(10)))
     return loops
@@ -252,28 +259,23 @@ def compile_variant(fn, ptrs, constexprs, options, arch: int = 90):
                           target=GPUTarget("cuda", arch, 32), options=options)
 
 
+def _variant(name: str):
+    """The first variant called `name` in _variants: (fn, ptrs, constexprs, options)."""
+    for n, *rest in _variants():
+        if n == name:
+            return rest
+    raise KeyError(name)
+
+
 def compile_named(name: str, arch: int = 90):
     """(the compiled kernel, its launch options) of the variant called `name` in _variants."""
-    for n, fn, ptrs, constexprs, options in _variants():
-        if n == name:
-            return compile_variant(fn, ptrs, constexprs, options, arch), options
-    raise KeyError(name)
+    fn, ptrs, constexprs, options = _variant(name)
+    return compile_variant(fn, ptrs, constexprs, options, arch), options
 
 
 def _sass_opcodes(cubin: bytes) -> list[str]:
     """The opcodes of a cubin's SASS in program order (guards dropped)."""
-    import re
-    import subprocess
-    import tempfile
-
-    import triton
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        lines = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, timeout=120).stdout.splitlines()
-    op = re.compile(r"\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
-    return [m.group(1) for m in map(op.match, lines) if m]
+    return [m.group(1) for m in map(_OPCODE.match, _sass_lines(cubin)) if m]
 
 
 # SASS opcodes that touch global memory (loads, stores, async copies to shared memory, atomics, reductions, TMA)
@@ -284,14 +286,12 @@ def pdl_entry_order(name: str, pdl: bool = True, arch: int = 90) -> dict:
     """The variant `name` compiled with PDL (as launched with launch_pdl): the SASS positions of the grid-dependency
     wait (ACQBULK, griddepcontrol.wait), of the release of the next grid (PREEXIT, griddepcontrol.launch_dependents)
     and of the first global memory instruction. The PDL rule (attnkit._triton.pdl) holds when the wait comes first."""
-    for n, fn, ptrs, constexprs, options in _variants():
-        if n == name:
-            opts = dict(options, launch_pdl=True) if pdl else options
-            ops = _sass_opcodes(compile_variant(fn, ptrs, dict(constexprs, PDL=pdl), opts, arch).asm["cubin"])
-            first = lambda pred: next((i for i, o in enumerate(ops) if pred(o)), None)  # noqa: E731
-            return dict(wait=first(lambda o: o == "ACQBULK"), release=first(lambda o: o == "PREEXIT"),
-                        first_global=first(lambda o: o.split(".")[0] in _GLOBAL_MEM))
-    raise KeyError(name)
+    fn, ptrs, constexprs, options = _variant(name)
+    opts = dict(options, launch_pdl=True) if pdl else options
+    ops = _sass_opcodes(compile_variant(fn, ptrs, dict(constexprs, PDL=pdl), opts, arch).asm["cubin"])
+    first = lambda pred: next((i for i, o in enumerate(ops) if pred(o)), None)  # noqa: E731
+    return dict(wait=first(lambda o: o == "ACQBULK"), release=first(lambda o: o == "PREEXIT"),
+                first_global=first(lambda o: o.split(".")[0] in _GLOBAL_MEM))
 
 
 def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
