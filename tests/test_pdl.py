@@ -10,13 +10,16 @@ from attnkit.gate.specs import mqa_headpad_call, relbias_kernel_call, sparse_int
 from attnkit.mqa_decode import mqa_write_records
 from attnkit.mqa_decode.interface import LAUNCHED_KEYS, mqa_decode_warmup
 from attnkit.relbias import relbias_write_kv
-from attnkit.splitk import PDL
+from attnkit.splitk import PDL, pdl_rule
 from attnkit.testing import shapes
 from attnkit.testing.inputs import make_inputs
 
 
 def test_pdl_option_grammar_and_default():
-    assert PDL.resolve(None, {}) is False  # off until timed
+    assert PDL.resolve(None, {}) is None  # the rule (splitk.pdl_rule) decides
+    assert pdl_rule("mqa_decode", "swapab") and pdl_rule("mqa_decode", "writer")
+    assert not pdl_rule("mqa_decode", "headpad") and not pdl_rule("sparse_int8") and not pdl_rule("relbias")
+    assert resolve_pdl(None, torch.device("cpu"), rule=True) is False  # the rule never asks where PDL cannot run
     assert PDL.resolve(None, {"ATTNKIT_PDL": "1"}) is True
     for bad in ("true", "01", " 1", "2"):
         with pytest.raises(ValueError, match="ATTNKIT_PDL"):

@@ -7,7 +7,7 @@ import torch
 import attnkit.ops  # noqa: F401
 from attnkit.gate.specs import _gluon_fwd_takes, relbias_kernel_call
 from attnkit.relbias import relbias_attention
-from attnkit.relbias.config import GLUON, gluon_fwd_config
+from attnkit.relbias.config import GLUON, gluon_fwd_config, gluon_fwd_rule
 from attnkit.testing import compare, shapes, unwritten
 from attnkit.testing.baselines import relbias_baseline
 from attnkit.testing.inputs import make_inputs
@@ -15,9 +15,10 @@ from attnkit.testing.oracles import relbias_oracle
 
 
 def test_gluon_tile_rule_and_its_errors():
-    assert GLUON.resolve(None, {}) is False  # not yet run on a GPU: off
+    assert GLUON.resolve(None, {}) is None  # the rule decides
     c = gluon_fwd_config(128)
-    assert (c.block_m, c.block_n, c.num_warps, c.stages, c.pipe) == (128, 64, 8, 3, True)
+    assert (c.block_m, c.block_n, c.num_warps, c.stages, c.pipe) == (64, 64, 4, 3, True)  # the relbias-gluon sweeps
+    assert gluon_fwd_config(128, num_warps=8).block_m == 128
     assert gluon_fwd_config(64, block_n=128, num_warps=4, num_stages=2, pipe=False).block_m == 64
     with pytest.raises(ValueError, match="gluon: .* D in"):
         gluon_fwd_config(256)
@@ -27,6 +28,30 @@ def test_gluon_tile_rule_and_its_errors():
         gluon_fwd_config(128, num_stages=1)
     with pytest.raises(ValueError, match="num_stages: .* shared memory"):
         gluon_fwd_config(128, block_n=128, num_stages=4)
+
+
+def test_gluon_rule():
+    assert gluon_fwd_rule(True, True, True, False)
+    for args in ((False, True, True, False), (True, False, True, False), (True, True, False, False),
+                 (True, True, True, True)):
+        assert not gluon_fwd_rule(*args), args
+
+
+def test_the_rule_dispatches_where_gluon_runs(device):
+    """With the option unset, prefill runs the Gluon kernel where it runs (the same bits as gluon=True) and the
+    Triton kernel elsewhere or when a Triton-only option is set (the same bits as gluon=False); never an error."""
+    from attnkit._runtime import gluon_runs
+    inp = make_inputs(shapes.get("relbias-prefill-s203-w64"), device, 0)
+    default = relbias_kernel_call(inp, force="fwd")
+    triton = relbias_kernel_call(inp, force="fwd", gluon=False)
+    tuned = relbias_kernel_call(inp, force="fwd", block_m=64)  # an option of the Triton kernel alone
+    assert torch.equal(tuned[0], relbias_kernel_call(inp, force="fwd", gluon=False, block_m=64)[0])
+    if device == "cuda" and gluon_runs(torch.device("cuda")):
+        gl = relbias_kernel_call(inp, force="fwd", gluon=True)
+        assert torch.equal(default[0], gl[0]) and torch.equal(default[1], gl[1])
+        assert not torch.equal(default[1], triton[1])  # two kernels, two summation orders: the check can fail
+    else:
+        assert torch.equal(default[0], triton[0]) and torch.equal(default[1], triton[1])
 
 
 def test_gluon_is_refused_where_it_cannot_run(device):

@@ -64,11 +64,13 @@ def pdl_runs(device) -> bool:
     return cap is not None and cap >= (9, 0)
 
 
-def resolve_pdl(value, device) -> bool:
-    """The ``pdl`` option (keyword, else ``ATTNKIT_PDL``, default off) for a step on `device`; asking for it
-    where it cannot run is a ValueError."""
+def resolve_pdl(value, device, rule: bool = False) -> bool:
+    """The ``pdl`` option (keyword, else ``ATTNKIT_PDL``, else `rule` where it can run: splitk.pdl_rule) for a
+    step on `device`; asking for it where it cannot run is a ValueError."""
     from .splitk import PDL
     on = PDL.resolve(value)
+    if on is None:
+        return rule and pdl_runs(device)
     require(not on or pdl_runs(device), "pdl", "programmatic dependent launch needs a CUDA GPU of compute "
             "capability 9.0 or newer (not the interpreter)")
     return bool(on)

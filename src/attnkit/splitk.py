@@ -12,10 +12,23 @@ MERGE_BLOCK_D = IntOption("merge_block_d", "ATTNKIT_MERGE_BLOCK_D", None, 16, 25
                           "output dims per merge program (16 to 256, a power of two); default: the rule "
                           "(merge_block_d_rule)")
 
-PDL = Switch("pdl", "ATTNKIT_PDL", False,
+PDL = Switch("pdl", "ATTNKIT_PDL", None,
              "programmatic dependent launch for the kernels of a decode step (attention, split-K merge, record "
              "writer): each waits for the previous kernel at entry, then lets the next one launch, so launches "
-             "overlap the previous kernel's tail; CUDA sm_90+ only (not timed yet: off)")
+             "overlap the previous kernel's tail; CUDA sm_90+ only. Default: the rule (pdl_rule)")
+
+
+def pdl_rule(family: str, kernel: str | None = None) -> bool:
+    """Where programmatic dependent launch is on by default (on a GPU that runs it). H200 evidence, every setting
+    alternating in one run (`benchmarks/sweeps/h200-cc494b2/sweep-pdl-*.json`):
+    - mqa_decode, a whole step (record writer, attention, merge), swap-AB: faster on all 20 cases (fp8 / nvfp4,
+      16 / 32 heads, 1 to 64 tokens), by 0.3 to 1.9 us (h16 t1 fp8: 11.1 -> 10.3 us; h16 t16 fp8 18.6 -> 17.8).
+      Head-padded: mixed (4 of 20 slower, up to 0.9 us), so off. The writer: on (its wait costs nothing and it
+      was on in the winning setting).
+    - sparse_int8 decode: slower at 1, 2 and 8 rows (8.5 -> 9.2, 11.2 -> 12.0, 18.3 -> 18.7 us), faster at 4 only
+      (13.7 -> 13.4): off.
+    - relbias decode and verify: within 1 % either way: off."""
+    return family == "mqa_decode" and kernel in ("swapab", "writer")
 
 # Merge rule, H200 evidence (`benchmarks/sweeps/h200-67ecdb2/sweep-sparse_int8-merge.json` and
 # `sweep-relbias-merge.json`, medians in us, every setting alternating in one run): with few rows one program

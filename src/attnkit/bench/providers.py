@@ -32,13 +32,13 @@ class Provider:
 PROVIDERS: dict[str, list[Provider]] = {
     "relbias": [
         Provider("attnkit_fwd", "relbias", "ours",
-                 "attnkit.relbias.relbias_attention as dispatched (forward kernel; split-K decode kernel + merge "
-                 "for up to 32 query tokens)",
+                 "attnkit.relbias.relbias_attention as dispatched (forward kernel: the Gluon kernel on sm_90 where "
+                 "it takes the input, else Triton; split-K decode kernel + merge for up to 32 query tokens)",
                  lambda inp: _relbias_ours(inp)),
-        Provider("attnkit_gluon", "relbias", "ours",
-                 "attnkit.relbias.relbias_attention with gluon=True: the Gluon forward kernel for sm_90 on the "
-                 "prefill cases it takes (contiguous bf16 k, v, D 64 / 128, more than 32 query tokens)",
-                 lambda inp: _relbias_ours(inp, gluon=True), applies=lambda c: _gluon_fwd_case(c)),
+        Provider("attnkit_triton", "relbias", "ours",
+                 "attnkit.relbias.relbias_attention with gluon=False: the Triton forward kernel (what runs off "
+                 "sm_90) on the prefill cases where the Gluon kernel is dispatched",
+                 lambda inp: _relbias_ours(inp, gluon=False), applies=lambda c: _gluon_fwd_case(c)),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
                  "paged / fp8 KV gathered and dequantized per step",

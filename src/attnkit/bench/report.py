@@ -95,6 +95,7 @@ KEY_RATIOS = {
     "mqa_decode": (("attnkit_headpad", "attnkit_swapab", "head-padded ÷ swap-AB, attention (paired)"),
                    ("attnkit_step_headpad", "attnkit_step_swapab", "head-padded ÷ swap-AB, step (paired)"),
                    ("attnkit_swapab_triton", "attnkit_swapab", "Triton ÷ Gluon swap-AB, attention (paired)")),
+    "relbias": (("attnkit_triton", "attnkit_fwd", "Triton ÷ as dispatched (paired)"),),
     "sparse_int8": (("attnkit", "attnkit_bf16_cache", "INT8 ÷ bf16 cache (paired)"),
                     ("attnkit_triton", "attnkit", "Triton ÷ as dispatched (paired)")),
 }

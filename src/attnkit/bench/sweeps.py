@@ -339,14 +339,29 @@ SWEEPS["relbias-gluon"] = Sweep(
     ("relbias-model-prefill-8k-global", "relbias-model-prefill-8k-w1024", "relbias-model-varlen-mixed",
      "relbias-tune-prefill-8k-d64", "relbias-tune-chunk128-b8-8k"),
     (("triton", {}),
-     ("gluon", dict(gluon=True)),
-     ("gluon-nopipe", dict(gluon=True, gluon_pipe=False)),
-     ("gluon-s2", dict(gluon=True, num_stages=2)),
-     ("gluon-s4", dict(gluon=True, num_stages=4)),
-     ("gluon-bn128-s2", dict(gluon=True, block_n=128, num_stages=2)),
+     ("gluon", dict(gluon=True, num_warps=8)),
+     ("gluon-nopipe", dict(gluon=True, num_warps=8, gluon_pipe=False)),
+     ("gluon-s2", dict(gluon=True, num_warps=8, num_stages=2)),
+     ("gluon-s4", dict(gluon=True, num_warps=8, num_stages=4)),
+     ("gluon-bn128-s2", dict(gluon=True, num_warps=8, block_n=128, num_stages=2)),
      ("gluon-w4", dict(gluon=True, num_warps=4)),
-     ("gluon-bias-load", dict(gluon=True, gluon_bias_gather=False)),
-     ("diag-gluon-nobias", dict(gluon=True, _perturb="bias-dropped"))))
+     ("gluon-bias-load", dict(gluon=True, num_warps=8, gluon_bias_gather=False)),
+     ("diag-gluon-nobias", dict(gluon=True, num_warps=8, _perturb="bias-dropped"))))
+
+SWEEPS["relbias-gluon-2"] = Sweep(
+    "relbias", "the Gluon forward kernel at 4 warps (one warpgroup, 64 query rows: the winner of relbias-gluon) "
+    "against its neighbours: ring depth, 128-key tiles, without the overlap, per-score table loads; the Triton rule "
+    "and 8 warps at 128-key tiles for reference; diag-* computes wrong results by design (no bias)",
+    SWEEPS["relbias-gluon"].cases + ("relbias-tune-chunk48-b8-8k",),
+    (("triton", {}),
+     ("rule", dict(gluon=None)),
+     ("w4-s2", dict(gluon=True, num_warps=4, num_stages=2)),
+     ("w4-s4", dict(gluon=True, num_warps=4, num_stages=4)),
+     ("w4-bn128-s2", dict(gluon=True, num_warps=4, block_n=128, num_stages=2)),
+     ("w4-nopipe", dict(gluon=True, num_warps=4, gluon_pipe=False)),
+     ("w4-bias-load", dict(gluon=True, num_warps=4, gluon_bias_gather=False)),
+     ("w8-bn128-s2", dict(gluon=True, num_warps=8, block_n=128, num_stages=2)),
+     ("diag-w4-nobias", dict(gluon=True, num_warps=4, _perturb="bias-dropped"))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
@@ -398,6 +413,8 @@ def sweep_providers(name: str) -> list[Provider]:
     call = _CALL[sw.family]
     out = []
     for label, kw in sw.settings:
+        if sw.family == "relbias" and "gluon" not in kw:
+            kw = dict(kw, gluon=False)  # a relbias setting times the Triton kernels unless it names gluon (None: the rule)
         what = "attnkit with " + (", ".join(f"{k}={v}" for k, v in kw.items()) or "the launch rules' defaults")
         out.append(Provider(f"attnkit[{label}]", sw.family, "ours", what, lambda inp, kw=kw: call(inp, **kw)))
     return out

@@ -97,8 +97,8 @@ register(Gate(
     name="relbias/triton_fwd",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd"),
-    what="kernel: Triton forward kernel as launched by default (mask-free interior tiles), on every relbias shape (the dispatcher sends it sequences of more "
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", gluon=False),
+    what="kernel: Triton forward kernel (gluon=False; what runs off sm_90) as launched by default (mask-free interior tiles), on every relbias shape (the dispatcher sends it sequences of more "
          "than 32 query tokens, and more than 128 query heads per KV head)",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
@@ -107,7 +107,8 @@ register(Gate(
     name="relbias/triton_fwd_masked",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", fast_interior=False),
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", fast_interior=False,
+                                                          gluon=False),
     what="kernel: the forward kernel with every tile masked (fast_interior=False; the default takes mask-free "
          "interior tiles, as timed), on every relbias shape",
     perturbations=_RELBIAS_PERTURBATIONS,
@@ -117,7 +118,7 @@ register(Gate(
     name="relbias/triton_fwd_split",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd",
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", gluon=False,
                                                           split_loops=_other_loops(inp, "fwd")),
     what="kernel: the forward kernel with the other loop structure (option split_loops: branch-free loops where "
          "the rule picks the per-tile branch, and the reverse), on every relbias shape",
@@ -133,7 +134,7 @@ def _gluon_fwd_takes(c) -> bool:
 for _name, _kw, _what in (
         ("relbias/gluon_fwd", {}, "kernel: the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, "
          "the bias from each tile's strip, the value product overlapped with the next tile's softmax), on every "
-         "contiguous bf16 / fp16 relbias shape at D 64 and 128 (the option gluon; not dispatched by default)"),
+         "contiguous bf16 / fp16 relbias shape at D 64 and 128 (dispatched by default on sm_90: gluon_fwd_rule)"),
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
          "per score (gluon_bias_gather=False), on the same shapes")):

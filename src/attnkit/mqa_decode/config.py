@@ -150,9 +150,11 @@ GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", False,
 GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", False,
                      "Gluon swap-AB kernel: copy each tile's raw records into shared memory with cp.async, the first "
                      "while the query is prepared and each next one during the current tile's products")
-# Off until timed: the same values (exact either way; checked for every code and scale by emulation), fewer
-# instructions (compile_check --census, the nvfp4 list loop at 16 heads, 8 warps: see docs/mqa_decode.md)
-GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", False,
+# The same values (exact either way; checked for every code and scale by emulation), fewer instructions
+# (compile_check --census, the nvfp4 list loop at 16 heads, 8 warps: see docs/mqa_decode.md), and faster on all
+# 14 nvfp4 step cases (16 / 32 heads, 1 to 64 tokens), by 1 to 4 % (h32 t64: 40.1 -> 38.5 us; h16 t1: 10.2 ->
+# 10.1): `benchmarks/sweeps/h200-cc494b2/sweep-mqa-gluon-e2m1.json`. So on.
+GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
                          "Gluon swap-AB kernel, nvfp4 records: each e2m1 code's bits placed as a bf16 and multiplied "
                          "by its block's scale in two bf16x2 products, instead of through an fp16 and an fp32 product")
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and

@@ -8,6 +8,7 @@ import math
 import torch
 
 from .._runtime import check_device, pdl_launch, require, resolve_pdl
+from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
 RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
@@ -17,7 +18,8 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
                       _perturb=None) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
     ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8.
-    ``pdl`` (else ``ATTNKIT_PDL``, default off): launched as a programmatic dependent (CUDA sm_90+; not timed)."""
+    ``pdl`` (else ``ATTNKIT_PDL``, else on where it runs: splitk.pdl_rule): launched as a programmatic dependent
+    (CUDA sm_90+)."""
     require(fmt in RECORD_BYTES, "fmt", f"must be one of {tuple(RECORD_BYTES)}, got {fmt!r}")
     require(isinstance(latent, torch.Tensor) and latent.dim() == 2 and latent.shape[1] == MQA_DIM
             and latent.dtype == torch.bfloat16, "latent", f"must be a bfloat16 [n, {MQA_DIM}] tensor")
@@ -25,7 +27,7 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     require(latent.stride(1) == 1, "latent", "last dimension must be contiguous")
     n = latent.shape[0]
     dev = latent.device
-    use_pdl = resolve_pdl(pdl, dev)
+    use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", "writer"))
     require(isinstance(cache, torch.Tensor) and cache.dim() == 3 and cache.dtype == torch.uint8, "cache",
             "must be a uint8 [num_pages, page_size, record_stride] tensor")
     require(cache.device == dev and cache.is_contiguous(), "cache", f"must be contiguous on {dev}")
@@ -103,8 +105,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     fused merge's arrival counters, which must be zero before a call and are zero after one:
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
-    quantizer when asked). pdl (else ``ATTNKIT_PDL``, default off, not timed): each launched as a programmatic
-    dependent of the kernel before it (CUDA sm_90+), so a launch overlaps the previous kernel's tail.
+    quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
+    runs, off for the head-padded one): each launched as a programmatic dependent of the kernel before it (CUDA
+    sm_90+), so a launch overlaps the previous kernel's tail.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -147,8 +150,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
-    use_pdl = resolve_pdl(pdl, dev)
-    pl = pdl_launch(use_pdl)
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
             "interpreter)")
@@ -157,6 +158,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format),
                                         gluon=use_gluon) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
+    use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel))
+    pl = pdl_launch(use_pdl)
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
     if out is None:

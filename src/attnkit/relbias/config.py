@@ -136,17 +136,17 @@ KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
 FP8_F16_CVT = Switch("fp8_f16_cvt", "ATTNKIT_RELBIAS_FP8_F16_CVT", False,
                      "fp8 k, v converted to q's dtype through fp16 and fp32 (one packed conversion per two codes, "
                      "full-rate widening) instead of the direct cast (one quarter-rate conversion per code on sm_90); "
-                     "the same values; not yet timed")
-GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", False,
+                     "the same values; off: 18% slower on the fp8 decode case (relbias-fp8-cvt sweep)")
+GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", None,
                "forward kernel: the Gluon kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each "
-               "tile's strip) over contiguous bf16 / fp16 k, v at D 64 or 128; not yet run on a GPU, so off")
+               "tile's strip) over contiguous bf16 / fp16 k, v at D 64 or 128; default: the rule (gluon_fwd_rule)")
 GLUON_PIPE = Switch("gluon_pipe", "ATTNKIT_RELBIAS_GLUON_PIPE", True,
                     "Gluon forward kernel: tile j - 1's value product runs during tile j's softmax "
-                    "(FlashAttention-3's intra-warpgroup overlap); not yet timed")
+                    "(FlashAttention-3's intra-warpgroup overlap; 0-14% faster at 8 warps, relbias-gluon sweep)")
 GLUON_BIAS_GATHER = Switch("gluon_bias_gather", "ATTNKIT_RELBIAS_GLUON_BIAS_GATHER", True,
                            "Gluon forward kernel: each tile builds its bias from its strip by a shared-memory gather "
-                           "(two CTA barriers a tile); off: each score loads its table entry (cached loads); not yet "
-                           "timed")
+                           "(two CTA barriers a tile); off: each score loads its table entry (cached loads; 2-19% "
+                           "slower, relbias-gluon sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -241,20 +241,33 @@ GLUON_HEAD_DIMS = (64, 128)
 def gluon_fwd_takes(paged: bool, fp8: bool, head_dim: int) -> bool:
     """The inputs the Gluon forward kernel takes: contiguous k, v in q's dtype (not paged, not fp8), D 64 or 128."""
     return not paged and not fp8 and head_dim in GLUON_HEAD_DIMS
+
+
+def gluon_fwd_rule(runs: bool, takes: bool, layout_ok: bool, triton_options: bool) -> bool:
+    """The forward path's kernel when the option ``gluon`` is unset: the Gluon kernel where it runs (an sm_90 GPU),
+    takes the input (gluon_fwd_takes, k and v in q's dtype) and can read k, v through TMA (rows packed, 16-byte
+    aligned: layout_ok), unless the caller set an option of the Triton forward kernel alone (block_m, split_loops,
+    bias_prefetch, bias_strip, kv_tma, fast_interior off): then the Triton kernel those options tune.
+    Evidence: the relbias-gluon sweeps (module docstring): the Gluon kernel at 4 warps beats the Triton rule on
+    every prefill case timed."""
+    return runs and takes and layout_ok and not triton_options
+
+
 GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room for the bias gather's scratch
+GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N, GLUON_FWD_STAGES = 4, 64, 3  # the tile rule (module docstring)
 
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True) -> GluonFwdConfig:
-    """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 128 query rows on two warpgroups, 64-key tiles, a
-    ring of three key / value tiles (132 KB of shared memory at D 128: one program per SM; 200 registers without
-    the overlap, 213-228 with it, no spills: compile_check on sm_90). Not yet timed: the starting point of the
-    `relbias-gluon` sweep. Explicit values (the options block_n, num_warps, num_stages) beat it."""
+    """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
+    keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
+    GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
+    num_warps, num_stages) beat it."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
-    bn = _pow2("block_n", block_n, (64, 128)) or 64
-    w = _pow2("num_warps", num_warps, (4, 8)) or 8
-    stages = num_stages or 3
+    bn = _pow2("block_n", block_n, (64, 128)) or GLUON_FWD_BLOCK_N
+    w = _pow2("num_warps", num_warps, (4, 8)) or GLUON_FWD_WARPS
+    stages = num_stages or GLUON_FWD_STAGES
     if stages < 2:
         raise ValueError(f"num_stages: the Gluon forward kernel's ring needs at least 2 tiles, got {stages}")
     smem = 2 * head_dim * (16 * w + 2 * stages * bn)  # Q and the ring, bf16 / fp16

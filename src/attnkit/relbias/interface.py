@@ -13,7 +13,8 @@ from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_GATHER,
-                     GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, use_decode)
+                     GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, gluon_fwd_rule,
+                     gluon_fwd_takes, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
@@ -144,13 +145,15 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off until timed), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
-    merge launched as programmatic dependents, CUDA sm_90+; off, not timed), ``gluon`` (``ATTNKIT_RELBIAS_GLUON``:
-    prefill and chunks of more than 32 query tokens on the Gluon forward kernel for sm_90, over contiguous bf16 /
-    fp16 k, v at D 64 or 128; off: not yet run on a GPU) with ``gluon_pipe`` (its value product overlapped with
+    merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``
+    (``ATTNKIT_RELBIAS_GLUON``: prefill and chunks of more than 32 query tokens on the Gluon forward kernel for
+    sm_90, over contiguous bf16 / fp16 k, v at D 64 or 128; default: the rule ``config.gluon_fwd_rule``, the Gluon
+    kernel wherever it runs and takes the input and no option of the Triton forward kernel alone is set; False:
+    the Triton kernel) with ``gluon_pipe`` (its value product overlapped with
     the next tile's softmax, default on), ``gluon_bias_gather`` (the bias built from the tile's strip by a gather,
     default on; off: one cached load per score) and the tile options ``block_n``, ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
-    direct cast, the same values; off, not timed). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
+    direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
@@ -171,6 +174,13 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     fp8_kind = 2 if fp8 and f16_cvt else fp8  # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt)
     if use_gluon:
         _gluon_check(q, k_cache if paged else k, v_cache if paged else v, paged, fp8)
+    elif use_gluon is None:  # the rule (config.gluon_fwd_rule)
+        from .._runtime import gluon_runs
+        kv = (k_cache, v_cache) if paged else (k, v)
+        triton_options = (bm_opt is not None or split is not None or prefetch or strip is not None or tma
+                          or not fast or not _masked_strip)
+        use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
+                                   all(_gluon_layout_ok(t, D) for t in kv), triton_options)
     if max_seqlen_q is None:
         max_seqlen_q = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()) if B else 0
     if out is None:
@@ -243,10 +253,14 @@ def _gluon_check(q, k, v, paged, fp8):
     require(not fp8 and k.dtype == q.dtype, "gluon", f"the Gluon forward kernel reads k, v in q's dtype ({q.dtype})")
     require(D in GLUON_HEAD_DIMS, "gluon", f"the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {D}")
     for n, t in (("k", k), ("v", v)):
-        require(t.stride(2) == 1 and t.stride(1) == D and t.data_ptr() % 16 == 0
-                and (t.stride(0) * t.element_size()) % 16 == 0, n,
-                "the Gluon forward kernel needs [Hkv, D] rows packed, a 16-byte aligned start and a token stride "
-                "of a multiple of 16 bytes")
+        require(_gluon_layout_ok(t, D), n, "the Gluon forward kernel needs [Hkv, D] rows packed, a 16-byte aligned "
+                "start and a token stride of a multiple of 16 bytes")
+
+
+def _gluon_layout_ok(t, D) -> bool:
+    """Whether the Gluon forward kernel's TMA descriptors can read t [total_k, Hkv, D]."""
+    return (t.stride(2) == 1 and t.stride(1) == D and t.data_ptr() % 16 == 0
+            and (t.stride(0) * t.element_size()) % 16 == 0)
 
 
 def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B, max_seqlen_q, perturb, cfg, heavy):
