@@ -348,21 +348,22 @@ register(Gate(
     groups=tuple(shapes.groups("mqa_decode")),
     applies=lambda c: c["H"] in (16, 32),
     subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True),
-    what="kernel: Gluon swap-AB decode for sm_90 (64-slot tiles, each record value decoded once into shared "
-         "memory, warpgroup MMAs), same partials, merge and RoPE as the Triton swap-AB kernel",
+    what="kernel: Gluon swap-AB decode for sm_90 as dispatched (64-slot tiles, each record value decoded once into "
+         "shared memory, nvfp4 codes from their bits, warpgroup MMAs), same partials, merge and RoPE as the Triton "
+         "swap-AB kernel",
     needs="sm90",
     perturbations=_MQA_PERTURBATIONS,
 ))
 
 register(Gate(
-    name="mqa_decode/gluon_swapab_e2m1_bits",
+    name="mqa_decode/gluon_swapab_e2m1_fp16",
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),
     applies=lambda c: c["H"] in (16, 32) and c["fmt"] == "nvfp4",
     subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True,
-                                                       gluon_e2m1_bits=True),
-    what="kernel: the Gluon swap-AB decode with nvfp4 codes decoded from their bits into bf16 (option "
-         "gluon_e2m1_bits; not dispatched by default), on the nvfp4 shapes",
+                                                       gluon_e2m1_bits=False),
+    what="kernel: the Gluon swap-AB decode with nvfp4 codes decoded through fp16 and fp32 (gluon_e2m1_bits=False; "
+         "the default decodes them from their bits), on the nvfp4 shapes",
     needs="sm90",
     perturbations=_MQA_PERTURBATIONS,
 ))
