@@ -254,7 +254,7 @@ def gluon_fwd_rule(runs: bool, takes: bool, layout_ok: bool, triton_options: boo
 
 
 GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room for the bias gather's scratch
-GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N, GLUON_FWD_STAGES = 4, 64, 3  # the tile rule (module docstring)
+GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N, GLUON_FWD_STAGES = 4, 64, 2  # the tile rule (module docstring)
 
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
