@@ -37,26 +37,54 @@ def test_gluon_rule():
         assert not gluon_fwd_rule(*args), args
 
 
-def test_the_rule_dispatches_where_gluon_runs(device, monkeypatch):
-    """With the option unset, prefill runs the Gluon kernel where it runs and takes the input (the same bits as
-    gluon=True), and the Triton kernel elsewhere, on inputs it does not take, or when a Triton-only option is set;
-    never an error."""
-    from attnkit._runtime import gluon_runs
-    from attnkit.relbias import interface
+class _Recorder:
+    """Stands in for a kernel launch: records which kernel the dispatcher chose, launches nothing."""
+
+    def __init__(self, calls, name):
+        self.calls, self.name = calls, name
+
+    def __getitem__(self, grid):
+        return lambda *a, **k: self.calls.append(self.name)
+
+    def __call__(self, *a, **k):
+        self.calls.append(self.name)
+
+
+def test_the_rule_picks_gluon_only_where_it_can(monkeypatch):
+    """The dispatch decision with the option unset, as if on an sm_90 GPU (launches recorded, not run): Gluon for a
+    prefill input it takes; Triton for D 256, a strided k, a Triton-only option, a tile Gluon cannot run, or
+    gluon=False; the decision never raises."""
+    import attnkit._runtime as rt
+    from attnkit.relbias import interface, kernel_fwd
     calls = []
-    real = interface._gluon_fwd
-    monkeypatch.setattr(interface, "_gluon_fwd", lambda *a, **k: calls.append(1) or real(*a, **k))
-    runs = device == "cuda" and gluon_runs(torch.device("cuda"))
-    inp = make_inputs(shapes.get("relbias-prefill-s203-w64"), device, 0)
-    default = relbias_kernel_call(inp, force="fwd")
-    assert len(calls) == (1 if runs else 0)
-    relbias_kernel_call(inp, force="fwd", block_m=64)  # an option of the Triton kernel alone
-    relbias_kernel_call(inp, force="fwd", gluon=False)
-    relbias_kernel_call(make_inputs(shapes.get("relbias-headdim-d256"), device, 0), force="fwd")  # D 256: not taken
-    assert len(calls) == (1 if runs else 0)
-    if runs:
-        gl = relbias_kernel_call(inp, force="fwd", gluon=True)
-        assert torch.equal(default[0], gl[0]) and torch.equal(default[1], gl[1])
+    monkeypatch.setattr(rt, "gluon_runs", lambda device: True)
+    monkeypatch.setattr(interface, "_gluon_fwd", _Recorder(calls, "gluon"))
+    monkeypatch.setattr(kernel_fwd, "relbias_fwd_kernel", _Recorder(calls, "triton"))
+    inp = make_inputs(shapes.get("relbias-prefill-s203-w64"), "cpu", 0)
+    picks = []
+    for kw in (dict(), dict(gluon=False), dict(block_m=64), dict(block_n=16), dict(num_stages=1),
+               dict(split_loops=True), dict(kv_tma=True), dict(fast_interior=False), dict(num_warps=8)):
+        relbias_kernel_call(inp, force="fwd", **kw)
+        picks.append(calls.pop())
+    assert picks == ["gluon", "triton", "triton", "triton", "triton", "triton", "triton", "triton", "gluon"]
+    apart = lambda t: torch.cat([t, t], dim=2)[:, :, :t.shape[2]]  # noqa: E731  [Hkv, D] rows not packed
+    strided = dict(inp, k=apart(inp["k"]), v=apart(inp["v"]))
+    relbias_kernel_call(strided, force="fwd")
+    relbias_kernel_call(make_inputs(shapes.get("relbias-headdim-d256"), "cpu", 0), force="fwd")
+    assert calls == ["triton", "triton"]
+    monkeypatch.setattr(rt, "gluon_runs", lambda device: False)  # off sm_90 / in the interpreter
+    relbias_kernel_call(inp, force="fwd")
+    assert calls[-1] == "triton"
+
+
+def test_the_rule_runs_gluon_on_sm90():
+    """On an sm_90 GPU the default prefill is the Gluon kernel's result, bit for bit."""
+    from attnkit._runtime import gluon_runs
+    if not (torch.cuda.is_available() and gluon_runs(torch.device("cuda"))):
+        pytest.skip("needs an sm_90 GPU (not a pass)")
+    inp = make_inputs(shapes.get("relbias-prefill-s203-w64"), "cuda", 0)
+    default, gl = relbias_kernel_call(inp, force="fwd"), relbias_kernel_call(inp, force="fwd", gluon=True)
+    assert torch.equal(default[0], gl[0]) and torch.equal(default[1], gl[1])
 
 
 def test_gluon_is_refused_where_it_cannot_run(device):

@@ -247,7 +247,8 @@ def gluon_fwd_rule(runs: bool, takes: bool, layout_ok: bool, triton_options: boo
     """The forward path's kernel when the option ``gluon`` is unset: the Gluon kernel where it runs (an sm_90 GPU),
     takes the input (gluon_fwd_takes, k and v in q's dtype) and can read k, v through TMA (rows packed, 16-byte
     aligned: layout_ok), unless the caller set an option of the Triton forward kernel alone (block_m, split_loops,
-    bias_prefetch, bias_strip, kv_tma, fast_interior off): then the Triton kernel those options tune.
+    bias_prefetch, bias_strip, kv_tma, fast_interior off) or a tile the Gluon kernel cannot run
+    (gluon_fwd_tile_ok): then the Triton kernel those options tune.
     Evidence: the relbias-gluon sweeps (module docstring): the Gluon kernel at 4 warps beats the Triton rule on
     every prefill case timed."""
     return runs and takes and layout_ok and not triton_options
@@ -255,6 +256,16 @@ def gluon_fwd_rule(runs: bool, takes: bool, layout_ok: bool, triton_options: boo
 
 GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room for the bias gather's scratch
 GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N, GLUON_FWD_STAGES = 4, 64, 2  # the tile rule (module docstring)
+
+
+def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None, num_stages: int | None) -> bool:
+    """Whether the tile options (block_n, num_warps, num_stages, shared with the Triton kernels) fit the Gluon
+    forward kernel: the rule leaves a tile it cannot run (block_n 16, one stage, ...) to the Triton kernel."""
+    try:
+        gluon_fwd_config(head_dim, block_n, num_warps, num_stages)
+    except ValueError:
+        return False
+    return True
 
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,

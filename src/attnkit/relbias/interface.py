@@ -14,7 +14,7 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_GATHER,
                      GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, gluon_fwd_rule,
-                     gluon_fwd_takes, use_decode)
+                     gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
@@ -178,7 +178,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         from .._runtime import gluon_runs
         kv = (k_cache, v_cache) if paged else (k, v)
         triton_options = (bm_opt is not None or split is not None or prefetch or strip is not None or tma
-                          or not fast or not _masked_strip)
+                          or not fast or not _masked_strip
+                          or not gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"]))
         use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
                                    all(_gluon_layout_ok(t, D) for t in kv), triton_options)
     if max_seqlen_q is None:
