@@ -95,7 +95,25 @@ setting of a grid timed alternating in that run):
   `benchmarks/experiments/relbias-fp8-as-fp16-h200-45728cf.json`, slower, so it was not kept. Nsight Compute
   (`benchmarks/experiments/ncu-h200-b7735aa/`): the bf16 decode runs at 82 % of DRAM bandwidth, the fp8 one at 34 %
   with its issue slots half busy and 4 warps per scheduler (registers and shared memory), in 0.97 waves: issue- and
-  latency-bound, not bound by bytes.
+  latency-bound, not bound by bytes. The conversion through fp16 (fp8_f16_cvt: no quarter-rate F2F) is slower
+  still: 308.3 against 261.3 us (`benchmarks/sweeps/h200-cc494b2/sweep-relbias-fp8-cvt.json`), so it stays off.
+- The Gluon forward kernel (gluon_fwd_rule, gluon_fwd_config). Prefill 8K global / window 1024 / varlen mixed /
+  D 64 8K / 8 chunks of 128 against 8K (`benchmarks/sweeps/h200-cc494b2/sweep-relbias-gluon.json`):
+    the Triton rule:                                          2918 / 990 / 1582 / 2105 / 753
+    Gluon, 8 warps (128 rows), 64-key tiles, 3-tile ring:     3010 / 926 / 1486 / 2188 / 830
+      the same at 2 / 4 tiles, 128-key tiles at 2:            2935 / 894 / 1446 / 2241 / 812,  2957 / 917 / 1495 /
+                                                              2191 / 809,  2723 / 881 / 1415 / 2034 / 688
+      without the overlap (gluon_pipe) / per-score loads:     3041 / 949 / 1488 / 2489 / 842,  3446 / 1046 / 1685 /
+                                                              2606 / 842
+    Gluon, 4 warps (64 rows on one warpgroup):                2575 / 739 / 1218 / 1642 / 667
+  Then around 4 warps (`benchmarks/sweeps/h200-d3eb8f4/sweep-relbias-gluon-2.json`, + 8 chunks of 48):
+    3-tile ring / 2 tiles (the rule) / 4 tiles:  2633 / 738 / 1227 / 1669 / 671 / 465,  2633 / 724 / 1207 / 1671 /
+                                                 662 / 464,  3887 / 1154 / 1922 / 1679 / 1099 / 766
+    128-key tiles, 2 tiles / without the overlap / per-score loads:  3251 / 1113 / 1807 / 1696 / 881 / 693,
+                                                 2812 / 784 / 1279 / 1737 / 738 / 522,  2818 / 796 / 1345 / 2180 / 692 / 493
+    the Triton rule in the same run:             2986 / 986 / 1590 / 2135 / 754 / 570
+  So on sm_90 the forward path takes the Gluon kernel at 4 warps, 64-key tiles, a 2-tile ring, with the overlap and
+  the gather, wherever it runs and takes the input; the Triton kernel elsewhere (D 256, paged, fp8, the interpreter).
 """
 
 from __future__ import annotations
