@@ -64,3 +64,26 @@ def test_pdl_variants_wait_before_any_global_memory_access():
     for name, o in zip(names, orders):
         assert rule_holds(o), (name, o)
     assert not rule_holds(plain) and plain["wait"] is None
+
+
+def test_gluon_p_smem_keeps_the_value_product_in_flight_during_the_softmax():
+    """The relbias Gluon forward kernel's overlap (the value product of tile j - 1 running during tile j's softmax)
+    as ptxas schedules it for sm_90: with P in shared memory (gluon_p_smem) the wait for the last product group comes
+    after the first exponential of the softmax; with P in registers (the default) ptxas puts it before all of them,
+    so nothing of the softmax overlaps that product, which the same check rejects."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    names = ["relbias_fwd_gluon D128 bn64 w4 s2 pipe1 psmem", "relbias_fwd_gluon D64 bn64 w4 s2 pipe1 early psmem",
+             "relbias_fwd_gluon D128 bn64 w4 s2 pipe1"]
+    code = ("import json; from attnkit.testing.compile_check import wgmma_wait_order as f; "
+            f"print(json.dumps([f(x) for x in {names!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    *psmem, regs = json.loads(r.stdout.strip().splitlines()[-1])
+
+    def overlapped(o):
+        last_wait = max(j for j, left in o["waits"] if left == 0)
+        return last_wait > o["first_ex2"]
+
+    for name, o in zip(names, psmem):
+        assert overlapped(o), (name, o)
+    assert not overlapped(regs), regs

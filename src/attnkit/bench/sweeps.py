@@ -363,6 +363,20 @@ SWEEPS["relbias-gluon-2"] = Sweep(
      ("w8-bn128-s2", dict(gluon=True, num_warps=8, block_n=128, num_stages=2)),
      ("diag-w4-nobias", dict(gluon=True, num_warps=4, _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-3"] = Sweep(
+    "relbias", "the Gluon forward rule against P through shared memory (gluon_p_smem: the value product stays in "
+    "flight during the softmax; in registers ptxas waits for it first) and the bias built before the scores are "
+    "waited for (gluon_bias_early), each alone and together; 3 tiles with both; the Triton kernel for reference; "
+    "diag-* computes wrong results by design (no bias)",
+    SWEEPS["relbias-gluon-2"].cases,
+    (("triton", {}),
+     ("rule", dict(gluon=None)),
+     ("early", dict(gluon=True, gluon_bias_early=True)),
+     ("psmem", dict(gluon=True, gluon_p_smem=True)),
+     ("psmem-early", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True)),
+     ("psmem-early-s3", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True, num_stages=3)),
+     ("diag-psmem-nobias", dict(gluon=True, gluon_p_smem=True, _perturb="bias-dropped"))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

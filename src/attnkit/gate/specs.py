@@ -137,7 +137,10 @@ for _name, _kw, _what in (
          "contiguous bf16 / fp16 relbias shape at D 64 and 128 (dispatched by default on sm_90: gluon_fwd_rule)"),
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
-         "per score (gluon_bias_gather=False), on the same shapes")):
+         "per score (gluon_bias_gather=False), on the same shapes"),
+        ("relbias/gluon_fwd_psmem", dict(gluon_p_smem=True, gluon_bias_early=True), "kernel: the Gluon forward "
+         "kernel with P through shared memory (gluon_p_smem) and each tile's bias built before its scores are waited "
+         "for (gluon_bias_early), on the same shapes")):
     register(Gate(
         name=_name,
         family="relbias",

@@ -165,6 +165,14 @@ GLUON_BIAS_GATHER = Switch("gluon_bias_gather", "ATTNKIT_RELBIAS_GLUON_BIAS_GATH
                            "Gluon forward kernel: each tile builds its bias from its strip by a shared-memory gather "
                            "(two CTA barriers a tile); off: each score loads its table entry (cached loads; 2-19% "
                            "slower, relbias-gluon sweep)")
+GLUON_BIAS_EARLY = Switch("gluon_bias_early", "ATTNKIT_RELBIAS_GLUON_BIAS_EARLY", False,
+                          "Gluon forward kernel (with gluon_pipe): each tile's bias built while its score product and "
+                          "the previous value product run, before the scores are waited for; not yet timed, so off")
+GLUON_P_SMEM = Switch("gluon_p_smem", "ATTNKIT_RELBIAS_GLUON_P_SMEM", False,
+                      "Gluon forward kernel (with gluon_pipe): P passed to the value product through shared memory "
+                      "instead of registers; in the sm_90 SASS the register-operand product is waited for before the "
+                      "softmax's exponentials (no overlap left), the shared-memory one during them; not yet timed, so "
+                      "off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -247,6 +255,8 @@ class GluonFwdConfig:
     stages: int  # key / value tiles in the TMA ring
     pipe: bool
     bias_gather: bool = True
+    bias_early: bool = False  # each tile's bias built while its score product runs (gluon_bias_early)
+    p_smem: bool = False  # P to the value product through shared memory (gluon_p_smem)
 
     @property
     def block_m(self) -> int:
@@ -287,7 +297,8 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
-                     num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True) -> GluonFwdConfig:
+                     num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
+                     bias_early: bool = False, p_smem: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -299,11 +310,16 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     stages = num_stages or GLUON_FWD_STAGES
     if stages < 2:
         raise ValueError(f"num_stages: the Gluon forward kernel's ring needs at least 2 tiles, got {stages}")
-    smem = 2 * head_dim * (16 * w + 2 * stages * bn)  # Q and the ring, bf16 / fp16
+    smem = 2 * head_dim * (16 * w + 2 * stages * bn) + (2 * 16 * w * bn if p_smem else 0)  # Q, the ring (and P)
     if smem > GLUON_SMEM_LIMIT:
         raise ValueError(f"num_stages: {stages} tiles of {bn} keys at D {head_dim} need {smem // 1024} KB of shared "
                          f"memory, over the {GLUON_SMEM_LIMIT // 1024} KB a Hopper program may use")
-    return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather)
+    if bias_early and not pipe:
+        raise ValueError("gluon_bias_early: the bias is built ahead in the overlapped schedule only (gluon_pipe)")
+    if p_smem and not pipe:
+        raise ValueError("gluon_p_smem: P goes through shared memory in the overlapped schedule only (gluon_pipe)")
+    return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
+                          bias_early=bias_early, p_smem=p_smem)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

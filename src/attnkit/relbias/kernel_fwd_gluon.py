@@ -52,23 +52,14 @@ def _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, row, col, slot, pred, 
 
 
 @gluon.jit
-def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr,
-                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
-                 PERTURB: gl.constexpr, s_l: gl.constexpr, strip_l: gl.constexpr, GATHER: gl.constexpr = True):
-    """A tile's scores in the base-2 domain: q.k scaled, plus the bias built from the strip of BLOCK_M + BLOCK_N - 1
-    distances base .. (base: the tile's smallest distance, the first row's to the last key), masked (MASKED) unless
-    the tile is interior. full_rows: which rows of the block are queries of this sequence. GATHER False: each score
-    loads its entry of the table itself (cached loads, no shared-memory gather and its barriers)."""
-    s = s * qk_scale
+def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
+               strip_l: gl.constexpr, GATHER: gl.constexpr = True):
+    """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
+    distances base .. (base: the tile's smallest distance, the first row's to the last key) by a gather (GATHER), or
+    one cached table load per score. Independent of the scores, so it may be built while their product runs."""
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
-    if PERTURB != 1 and not GATHER:
-        dist2 = base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1))
-        bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * LOG2E
-        if not CLAMP:
-            bias = gl.where(dist2 < E, bias, 0.0)  # beyond the extent: no bias
-        s = s + bias
-    if PERTURB != 1 and GATHER:
+    if GATHER:
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
         dist = base + t
@@ -78,7 +69,30 @@ def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_sc
         # distance of (row r, key column c) = base + r - c + BLOCK_N - 1: a Toeplitz tile of the strip
         gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
         bias = gl.reshape(gl.gather(strip, gl.reshape(gidx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
-        s = s + gl.convert_layout(bias, s_l)
+        bias = gl.convert_layout(bias, s_l)
+    else:
+        dist2 = base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1))
+        bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * LOG2E
+        if not CLAMP:
+            bias = gl.where(dist2 < E, bias, 0.0)  # beyond the extent: no bias
+    return bias
+
+
+@gluon.jit
+def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr,
+                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
+                 PERTURB: gl.constexpr, s_l: gl.constexpr, strip_l: gl.constexpr, GATHER: gl.constexpr = True,
+                 bias=None):
+    """A tile's scores in the base-2 domain: q.k scaled, plus the bias (_tile_bias; given as `bias` when it was
+    built ahead, else built here), masked (MASKED) unless the tile is interior. full_rows: which rows of the block
+    are queries of this sequence."""
+    s = s * qk_scale
+    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
+    if PERTURB != 1:
+        if bias is None:
+            bias = _tile_bias(tab, base, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER)
+        s = s + bias
     if MASKED:
         d = (first_pos + rows)[:, None] - (n0 + cols)[None, :]
         vis = (d >= 0) & ((n0 + cols) < seqlen_k)[None, :] & full_rows[:, None]
@@ -129,9 +143,15 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr, BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
-               strip_l: gl.constexpr, GATHER: gl.constexpr):
+               strip_l: gl.constexpr, GATHER: gl.constexpr, EARLY: gl.constexpr = False, p_smem=None,
+               P_SMEM: gl.constexpr = False):
     """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
-    while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES."""
+    while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES. EARLY: tile j's bias
+    built while both products run, before S_j is waited for (its strip's load latency and the gather off the path
+    from S_j to the softmax). P_SMEM: P goes to the value product through shared memory (p_smem) instead of
+    registers, so no register of the in-flight product is an operand the compiler could reuse: ptxas waits for a
+    register-operand product before the softmax, undoing the overlap (sm_90 SASS: the wait for all groups lands
+    before the exponentials)."""
     slot = j % STAGES
     n0 = lo + j * BLOCK_N
     mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
@@ -139,14 +159,27 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False, is_async=True)
     pslot = (j - 1) % STAGES
     mbarrier.wait(vbar.index(pslot), ((j - 1) // STAGES) & 1)
-    acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
+    if P_SMEM:
+        acc_tok = warpgroup_mma(p_smem, v_smem.index(pslot), acc, is_async=True)
+    else:
+        acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
+    base = first_pos - (n0 + BLOCK_N - 1) + shift
+    bias = None
+    if EARLY and PERTURB != 1:
+        bias = _tile_bias(tab, base, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER)
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
-    s = _tile_scores(s, tab, first_pos - (n0 + BLOCK_N - 1) + shift, E, n0, first_pos, seqlen_k, win, full_rows,
-                     qk_scale, MASKED, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER)
+    s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, BLOCK_M, BLOCK_N,
+                     HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, bias)
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
-    acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
-    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
-    p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
+    if P_SMEM:
+        acc = warpgroup_mma_wait(0, deps=[acc_tok])
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+        p_smem.store(p.to(q_smem.dtype))  # tile j - 1's product has read the buffer
+        fence_async_shared()  # visible to the next step's product (after the barrier below)
+    else:
+        acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+        p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
     # tile j - 1's slot is free once both warpgroups are past its value product: refill it
     gl.thread_barrier()
     jn = j - 1 + STAGES
@@ -161,7 +194,8 @@ def relbias_fwd_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
-    PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False,
+    PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
+    P_SMEM: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -257,6 +291,9 @@ def relbias_fwd_gluon_kernel(
         for i in gl.static_range(STAGES):
             _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + i * BLOCK_N, col, i, i < kt, BLOCK_N, D)
         p_prev = gl.zeros([BLOCK_M, BLOCK_N], dtype, layout=p_l)
+        p_smem = None
+        if P_SMEM:
+            p_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N], gl.NVMMASharedLayout(128, 16, rank=2))
         if kt > 0:  # tile 0: its scores and softmax (its value product runs in the next step)
             mbarrier.wait(kbar.index(0), 0)
             s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)),
@@ -265,28 +302,39 @@ def relbias_fwd_gluon_kernel(
                              full_rows, qk_scale, True, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l,
                              GATHER)
             m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
-            p_prev = gl.convert_layout(p.to(dtype), p_l)
+            if P_SMEM:
+                p_smem.store(p.to(dtype))
+                fence_async_shared()
+                gl.thread_barrier()  # every warp's P in place before the product reads it
+            else:
+                p_prev = gl.convert_layout(p.to(dtype), p_l)
         j1 = gl.maximum(ja, 1)
         j2 = gl.maximum(jb, 1)
         for j in range(1, j1):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
-                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
+                                               P_SMEM)
         for j in range(j1, j2):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
-                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
+                                               P_SMEM)
         for j in range(j2, kt):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
-                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
+                                               CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
+                                               P_SMEM)
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)
-            acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
+            if P_SMEM:
+                acc = warpgroup_mma(p_smem, v_smem.index(lslot), acc)
+            else:
+                acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
     else:
         for i in gl.static_range(STAGES):  # the ring's first tiles
             _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + i * BLOCK_N, col, i, i < kt, BLOCK_N, D)

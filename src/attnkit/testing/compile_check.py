@@ -131,17 +131,23 @@ def _variants():
                     dict(num_warps=4)))
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
-    for D, pipe, win, clamp, gather in ((128, True, False, False, True), (128, False, True, False, True),
-                                        (64, True, True, True, True), (128, True, False, False, False)):
-        gc = gluon_fwd_config(D, pipe=pipe, bias_gather=gather)
+    for D, pipe, win, clamp, gather, early, psm in ((128, True, False, False, True, False, False),
+                                                    (128, False, True, False, True, False, False),
+                                                    (64, True, True, True, True, False, False),
+                                                    (128, True, False, False, False, False, False),
+                                                    (128, True, False, False, True, True, False),
+                                                    (128, True, False, False, True, False, True),
+                                                    (64, True, True, True, True, True, True)):
+        gc = gluon_fwd_config(D, pipe=pipe, bias_gather=gather, bias_early=early, p_smem=psm)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon D{D} bn{gc.block_n} w{gc.num_warps} s{gc.stages} pipe{int(pipe)}"
-                    + ("" if gather else " load"),
+                    + ("" if gather else " load") + (" early" if early else "") + (" psmem" if psm else ""),
                     relbias_fwd_gluon_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=gc.block_n, STAGES=gc.stages, HAS_WINDOW=win,
-                         CLAMP=clamp, PERTURB=0, PIPE=pipe, GATHER=gather), dict(num_warps=gc.num_warps)))
+                         CLAMP=clamp, PERTURB=0, PIPE=pipe, GATHER=gather, EARLY=gc.bias_early, P_SMEM=gc.p_smem),
+                    dict(num_warps=gc.num_warps)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
                     dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
@@ -317,6 +323,32 @@ def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
                 + ", ".join(f"{o} {n}" for o, n in lp["top"]))
     return results
 
+
+
+def wgmma_wait_order(name: str, arch: int = 90) -> dict:
+    """In the SASS of a Gluon attention variant's interior loop (the shortest loop holding both warpgroup MMAs and
+    exponentials): its length, the positions of its first and last EX2, and of each warpgroup-MMA wait with the
+    number of groups it leaves in flight. An overlapped value product (FlashAttention-3's intra-warpgroup overlap)
+    shows as the wait that leaves 0 groups coming after the first exponential."""
+    k, _ = compile_named(name, arch)
+    lines = _sass_lines(k.asm["cubin"])
+    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"\.L_x_\d+:", ln.strip())}
+    best = None
+    for i, ln in enumerate(lines):
+        m = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
+        if m and labels.get(m.group(1), i) < i:
+            body = [ln2 for ln2 in lines[labels[m.group(1)]:i + 1] if _OPCODE.match(ln2)]
+            ops = [_OPCODE.match(b).group(1) for b in body]
+            if (any(o.startswith("HGMMA") for o in ops) and any(o.startswith("MUFU.EX2") for o in ops)
+                    and (best is None or len(body) < len(best))):
+                best = body
+    if best is None:
+        return {}
+    ops = [_OPCODE.match(b).group(1) for b in best]
+    ex2 = [j for j, o in enumerate(ops) if o.startswith("MUFU.EX2")]
+    waits = [(j, int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16))
+             for j, b in enumerate(best) if "WARPGROUP.DEPBAR" in b]
+    return dict(instructions=len(best), first_ex2=ex2[0], last_ex2=ex2[-1], waits=waits)
 
 if __name__ == "__main__":
     _census = "--census" in sys.argv[1:]
