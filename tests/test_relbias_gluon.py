@@ -29,7 +29,8 @@ def test_gluon_tile_rule_and_its_errors():
     with pytest.raises(ValueError, match="num_stages: .* shared memory"):
         gluon_fwd_config(128, block_n=128, num_stages=4)
     assert gluon_fwd_config(128, p_smem=True, bias_early=True).p_smem
-    for kw, name in ((dict(p_smem=True), "gluon_p_smem"), (dict(bias_early=True), "gluon_bias_early")):
+    for kw, name in ((dict(p_smem=True), "gluon_p_smem"), (dict(bias_early=True), "gluon_bias_early"),
+                     (dict(lazy_rescale=True), "gluon_lazy_rescale")):
         with pytest.raises(ValueError, match=name):
             gluon_fwd_config(128, pipe=False, **kw)
 
@@ -147,7 +148,9 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
 
 @pytest.mark.parametrize("opts", [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_stages=3),
                                   dict(gluon_bias_gather=False), dict(gluon_p_smem=True), dict(gluon_bias_early=True),
-                                  dict(gluon_p_smem=True, gluon_bias_early=True, num_stages=3)])
+                                  dict(gluon_p_smem=True, gluon_bias_early=True, num_stages=3),
+                                  dict(gluon_lazy_rescale=True),
+                                  dict(gluon_lazy_rescale=True, gluon_p_smem=True, gluon_bias_early=True)])
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), "cuda", 0)

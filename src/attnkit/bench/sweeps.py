@@ -366,7 +366,8 @@ SWEEPS["relbias-gluon-2"] = Sweep(
 SWEEPS["relbias-gluon-3"] = Sweep(
     "relbias", "the Gluon forward rule against P through shared memory (gluon_p_smem: the value product stays in "
     "flight during the softmax; in registers ptxas waits for it first) and the bias built before the scores are "
-    "waited for (gluon_bias_early), each alone and together; 3 tiles with both; the Triton kernel for reference; "
+    "waited for (gluon_bias_early), each alone and together; 3 tiles with both; lazy rescaling (gluon_lazy_rescale) "
+    "alone and with both; the Triton kernel for reference; "
     "diag-* computes wrong results by design (no bias)",
     SWEEPS["relbias-gluon-2"].cases,
     (("triton", {}),
@@ -375,6 +376,8 @@ SWEEPS["relbias-gluon-3"] = Sweep(
      ("psmem", dict(gluon=True, gluon_p_smem=True)),
      ("psmem-early", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True)),
      ("psmem-early-s3", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True, num_stages=3)),
+     ("lazy", dict(gluon=True, gluon_lazy_rescale=True)),
+     ("psmem-early-lazy", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True, gluon_lazy_rescale=True)),
      ("diag-psmem-nobias", dict(gluon=True, gluon_p_smem=True, _perturb="bias-dropped"))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(

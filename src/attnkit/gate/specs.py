@@ -138,9 +138,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
          "per score (gluon_bias_gather=False), on the same shapes"),
-        ("relbias/gluon_fwd_psmem", dict(gluon_p_smem=True, gluon_bias_early=True), "kernel: the Gluon forward "
-         "kernel with P through shared memory (gluon_p_smem) and each tile's bias built before its scores are waited "
-         "for (gluon_bias_early), on the same shapes")):
+        ("relbias/gluon_fwd_options", dict(gluon_p_smem=True, gluon_bias_early=True, gluon_lazy_rescale=True),
+         "kernel: the Gluon forward kernel with P through shared memory (gluon_p_smem), each tile's bias built before "
+         "its scores are waited for (gluon_bias_early) and lazy rescaling (gluon_lazy_rescale), on the same shapes")):
     register(Gate(
         name=_name,
         family="relbias",

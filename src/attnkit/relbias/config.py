@@ -173,6 +173,11 @@ GLUON_P_SMEM = Switch("gluon_p_smem", "ATTNKIT_RELBIAS_GLUON_P_SMEM", False,
                       "instead of registers; in the sm_90 SASS the register-operand product is waited for before the "
                       "softmax's exponentials (no overlap left), the shared-memory one during them; not yet timed, so "
                       "off")
+GLUON_LAZY_RESCALE = Switch("gluon_lazy_rescale", "ATTNKIT_RELBIAS_GLUON_LAZY_RESCALE", False,
+                            "Gluon forward kernel (with gluon_pipe): a row keeps its running max until a tile's "
+                            "exceeds it by more than 2^8, and the accumulator is rescaled only when some row's max "
+                            "moved (a branch over the program): 64 multiplies a tile skipped at D 128; not yet "
+                            "timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -257,6 +262,7 @@ class GluonFwdConfig:
     bias_gather: bool = True
     bias_early: bool = False  # each tile's bias built while its score product runs (gluon_bias_early)
     p_smem: bool = False  # P to the value product through shared memory (gluon_p_smem)
+    lazy_rescale: bool = False  # running maxima kept until they grow by 2^8 (gluon_lazy_rescale)
 
     @property
     def block_m(self) -> int:
@@ -298,7 +304,7 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
-                     bias_early: bool = False, p_smem: bool = False) -> GluonFwdConfig:
+                     bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -318,8 +324,10 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_early: the bias is built ahead in the overlapped schedule only (gluon_pipe)")
     if p_smem and not pipe:
         raise ValueError("gluon_p_smem: P goes through shared memory in the overlapped schedule only (gluon_pipe)")
+    if lazy_rescale and not pipe:
+        raise ValueError("gluon_lazy_rescale: in the overlapped schedule only (gluon_pipe)")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
-                          bias_early=bias_early, p_smem=p_smem)
+                          bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -34,6 +34,7 @@ from .._triton.pdl import pdl_entry
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
+LAZY_LOG2: gl.constexpr = gl.constexpr(8.0)  # LAZY: the growth of a row's max (base 2) that forces a rescale
 # the shared layout of the key / value tiles, which the host's TMA descriptors carry (rows of 64 or 128 bf16 / fp16:
 # 128-byte swizzle)
 KV_LAYOUT = gl.NVMMASharedLayout(128, 16, rank=2)
@@ -103,12 +104,21 @@ def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_sc
 
 
 @gluon.jit
-def _softmax(s, m_i, l_i):
-    """The online-softmax step for a score tile: (new max, p, new l, the accumulator's rescale factor)."""
-    m_new = gl.maximum(m_i, gl.max(s, 1))
+def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False):
+    """The online-softmax step for a score tile: (new max, p, new l, the accumulator's rescale factor). LAZY: a row
+    keeps its running max unless the tile's exceeds it by more than LAZY_LOG2 (so p <= 2^LAZY_LOG2: no overflow), and
+    its factor is then exactly 1; the same softmax in exact arithmetic."""
+    m_tile = gl.max(s, 1)
+    if LAZY:
+        m_new = gl.where(m_tile > m_i + LAZY_LOG2, m_tile, m_i)  # -inf rows stay -inf (nan compares false)
+    else:
+        m_new = gl.maximum(m_i, m_tile)
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
     p = gl.exp2(s - m_safe[:, None])
-    alpha = gl.exp2(m_i - m_safe)
+    if LAZY:
+        alpha = gl.where(m_new == m_i, 1.0, gl.exp2(m_i - m_safe))
+    else:
+        alpha = gl.exp2(m_i - m_safe)
     return m_new, p, l_i * alpha + gl.sum(p, 1), alpha
 
 
@@ -144,14 +154,15 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr, EARLY: gl.constexpr = False, p_smem=None,
-               P_SMEM: gl.constexpr = False):
+               P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False):
     """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
     while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES. EARLY: tile j's bias
     built while both products run, before S_j is waited for (its strip's load latency and the gather off the path
     from S_j to the softmax). P_SMEM: P goes to the value product through shared memory (p_smem) instead of
     registers, so no register of the in-flight product is an operand the compiler could reuse: ptxas waits for a
     register-operand product before the softmax, undoing the overlap (sm_90 SASS: the wait for all groups lands
-    before the exponentials)."""
+    before the exponentials). LAZY: running maxima kept unless they grow by more than 2^LAZY_LOG2, and the
+    accumulator rescaled only when some row's factor is not 1 (a branch the whole program takes or skips)."""
     slot = j % STAGES
     n0 = lo + j * BLOCK_N
     mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
@@ -170,16 +181,23 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
     s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, BLOCK_M, BLOCK_N,
                      HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, bias)
-    m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
+    m_i, p, l_i, alpha = _softmax(s, m_i, l_i, LAZY)
+    if LAZY:  # some row's max grew: the accumulator needs its rescale (a value uniform over the program)
+        moved = gl.max(gl.where(alpha != 1.0, 1, 0), 0) > 0
     if P_SMEM:
         acc = warpgroup_mma_wait(0, deps=[acc_tok])
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+        if not LAZY:
+            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
         p_smem.store(p.to(q_smem.dtype))  # tile j - 1's product has read the buffer
         fence_async_shared()  # visible to the next step's product (after the barrier below)
     else:
         acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+        if not LAZY:
+            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
         p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
+    if LAZY:
+        if moved:
+            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
     # tile j - 1's slot is free once both warpgroups are past its value product: refill it
     gl.thread_barrier()
     jn = j - 1 + STAGES
@@ -195,7 +213,7 @@ def relbias_fwd_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
-    P_SMEM: gl.constexpr = False,
+    P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -315,19 +333,19 @@ def relbias_fwd_gluon_kernel(
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM)
+                                               P_SMEM, LAZY)
         for j in range(j1, j2):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM)
+                                               P_SMEM, LAZY)
         for j in range(j2, kt):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM)
+                                               P_SMEM, LAZY)
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)
