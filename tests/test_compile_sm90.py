@@ -8,13 +8,18 @@ import subprocess
 import sys
 
 
-def test_all_kernels_compile_for_sm90():
+def _compiled(expr: str, timeout: int = 900):
+    """The JSON value of `expr` (over attnkit.testing.compile_check imported as cc) computed in a subprocess without
+    the interpreter."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = ("import json; from attnkit.testing.compile_check import compile_all; "
-            "print(json.dumps(compile_all(log=lambda *a: None)))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1200)
+    code = f"import json; from attnkit.testing import compile_check as cc; print(json.dumps({expr}))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout)
     assert r.returncode == 0, r.stderr[-3000:]
-    results = json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_all_kernels_compile_for_sm90():
+    results = _compiled("cc.compile_all(log=lambda *a: None)", timeout=1200)
     names = {x["name"].split()[0] for x in results}
     assert {"merge", "relbias_fwd", "relbias_decode", "relbias_write", "sparse_int8", "mqa_write", "mqa_headpad",
             "mqa_swapab", "mqa_mxfp8_out", "relbias_fwd_gluon", "sparse_int8_gluon", "mqa_swapab_gluon"} <= names
@@ -29,13 +34,9 @@ def test_sass_census_counts_a_loop_and_its_tensor_core_instructions():
     """compile_check --census: the sparse_int8 split kernel (D 64) has a candidate loop whose SASS holds the tile's
     MMAs (two score products and two value products per tile, the hi / lo splits), and no loop is invented where a
     kernel has none (the record writer)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = ("import json; from attnkit.testing.compile_check import compile_all; "
-            "print(json.dumps(compile_all(names=['sparse_int8 D64', 'mqa_write nvfp40'], log=lambda *a: None, "
-            "census=True)))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    results = {x["name"].split()[0]: x for x in json.loads(r.stdout.strip().splitlines()[-1])}
+    out = _compiled("cc.compile_all(names=['sparse_int8 D64', 'mqa_write nvfp40'], log=lambda *a: None, census=True)",
+                    timeout=600)
+    results = {x["name"].split()[0]: x for x in out}
     loops = results["sparse_int8"]["loops"]
     assert loops and all(lp["instructions"] >= 100 for lp in loops)
     top = dict(loops[0]["top"])
@@ -48,14 +49,9 @@ def test_pdl_variants_wait_before_any_global_memory_access():
     a merge, an attention kernel of each family (Triton and Gluon) and a record writer, the grid-dependency wait
     comes before the first global memory instruction, and the release of the next grid follows it. The plain
     variant (PDL off) has neither instruction, which the same check rejects."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     names = ["merge", "sparse_int8_gluon D64 direct0", "relbias_decode D128 g8 paged1 fp80 r16 bn128 w4 s2 split",
              "mqa_write nvfp40"]
-    code = ("import json; from attnkit.testing.compile_check import pdl_entry_order as f; "
-            f"n = {names!r}; print(json.dumps([f(x) for x in n] + [f(n[0], pdl=False)]))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    *orders, plain = json.loads(r.stdout.strip().splitlines()[-1])
+    *orders, plain = _compiled(f"[cc.pdl_entry_order(x) for x in {names!r}] + [cc.pdl_entry_order({names[0]!r}, pdl=False)]")
 
     def rule_holds(o):
         return (o["wait"] is not None and o["release"] is not None and o["first_global"] is not None
@@ -72,16 +68,11 @@ def test_gluon_p_smem_keeps_the_value_product_in_flight_during_the_softmax():
     (gluon_lazy_rescale, whose program-wide flag is reduced before the wait), the wait for the last product group
     comes after the first exponential of the softmax; in the default (P in registers) ptxas puts it before all of
     them, so nothing of the softmax overlaps that product, which the same check rejects."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     names = ["relbias_fwd_gluon D128 bn64 w4 s2 pipe1 psmem", "relbias_fwd_gluon D64 bn64 w4 s2 pipe1 early psmem",
              "relbias_fwd_gluon D128 bn64 w4 s2 pipe1 early psmem lazy window clamp",
              "relbias_fwd_gluon D128 bn64 w4 s2 pipe1 lazy",
              "relbias_fwd_gluon D128 bn64 w4 s2 pipe1"]
-    code = ("import json; from attnkit.testing.compile_check import wgmma_wait_order as f; "
-            f"print(json.dumps([f(x) for x in {names!r}]))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    *psmem, regs = json.loads(r.stdout.strip().splitlines()[-1])
+    *psmem, regs = _compiled(f"[cc.wgmma_wait_order(x) for x in {names!r}]")
 
     def overlapped(o):
         last_wait = max(j for j, left in o["waits"] if left == 0)

@@ -431,7 +431,8 @@ def sweep_providers(name: str) -> list[Provider]:
     out = []
     for label, kw in sw.settings:
         if sw.family == "relbias" and "gluon" not in kw:
-            kw = dict(kw, gluon=False)  # a relbias setting times the Triton kernels unless it names gluon (None: the rule)
+            # a relbias setting times the Triton kernels unless it names gluon (None: the rule)
+            kw = dict(kw, gluon=False)
         what = "attnkit with " + (", ".join(f"{k}={v}" for k, v in kw.items()) or "the launch rules' defaults")
         out.append(Provider(f"attnkit[{label}]", sw.family, "ours", what, lambda inp, kw=kw: call(inp, **kw)))
     return out

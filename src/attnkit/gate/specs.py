@@ -98,8 +98,9 @@ register(Gate(
     family="relbias",
     groups=RELBIAS_GROUPS,
     subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="fwd", gluon=False),
-    what="kernel: Triton forward kernel (gluon=False; what runs off sm_90) as launched by default (mask-free interior tiles), on every relbias shape (the dispatcher sends it sequences of more "
-         "than 32 query tokens, and more than 128 query heads per KV head)",
+    what="kernel: Triton forward kernel (gluon=False; what runs off sm_90, and on sm_90 for D 256, paged and fp8 "
+         "caches) as launched by default (mask-free interior tiles), on every relbias shape (the dispatcher sends it "
+         "sequences of more than 32 query tokens, and more than 128 query heads per KV head)",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
