@@ -65,12 +65,14 @@ def test_pdl_variants_wait_before_any_global_memory_access():
 def test_gluon_p_smem_keeps_the_value_product_in_flight_during_the_softmax():
     """The relbias Gluon forward kernel's overlap (the value product of tile j - 1 running during tile j's softmax)
     as ptxas schedules it for sm_90: with P in shared memory (gluon_p_smem), or with lazy rescaling
-    (gluon_lazy_rescale, whose program-wide flag is reduced before the wait), the wait for the last product group
-    comes after the first exponential of the softmax; in the default (P in registers) ptxas puts it before all of
+    (gluon_lazy_rescale, whose program-wide flag is reduced before the wait; also with the bias starting the score
+    product, gluon_bias_acc), the wait for the last product group comes after the first exponential of the softmax; in the default (P in registers) ptxas puts it before all of
     them, so nothing of the softmax overlaps that product, which the same check rejects."""
     names = ["relbias_fwd_gluon D128 bn64 w4 s2 pipe1 psmem", "relbias_fwd_gluon D64 bn64 w4 s2 pipe1 early psmem",
              "relbias_fwd_gluon D128 bn64 w4 s2 pipe1 early psmem lazy window clamp",
              "relbias_fwd_gluon D128 bn64 w4 s2 pipe1 lazy",
+             "relbias_fwd_gluon D128 bn64 w4 s2 pipe1 lazy acc",
+             "relbias_fwd_gluon D64 bn64 w4 s2 pipe1 psmem lazy acc window clamp",
              "relbias_fwd_gluon D128 bn64 w4 s2 pipe1"]
     *psmem, regs = _compiled(f"[cc.wgmma_wait_order(x) for x in {names!r}]")
 

@@ -30,9 +30,11 @@ def test_gluon_tile_rule_and_its_errors():
         gluon_fwd_config(128, block_n=128, num_stages=4)
     assert gluon_fwd_config(128, p_smem=True, bias_early=True).p_smem
     for kw, name in ((dict(p_smem=True), "gluon_p_smem"), (dict(bias_early=True), "gluon_bias_early"),
-                     (dict(lazy_rescale=True), "gluon_lazy_rescale")):
+                     (dict(lazy_rescale=True), "gluon_lazy_rescale"), (dict(bias_acc=True), "gluon_bias_acc")):
         with pytest.raises(ValueError, match=name):
             gluon_fwd_config(128, pipe=False, **kw)
+    with pytest.raises(ValueError, match="gluon_bias_acc: .* gluon_bias_early"):
+        gluon_fwd_config(128, bias_acc=True, bias_early=True)
 
 
 def test_gluon_rule():
@@ -150,7 +152,9 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
                                   dict(gluon_bias_gather=False), dict(gluon_p_smem=True), dict(gluon_bias_early=True),
                                   dict(gluon_p_smem=True, gluon_bias_early=True, num_stages=3),
                                   dict(gluon_lazy_rescale=True),
-                                  dict(gluon_lazy_rescale=True, gluon_p_smem=True, gluon_bias_early=True)])
+                                  dict(gluon_lazy_rescale=True, gluon_p_smem=True, gluon_bias_early=True),
+                                  dict(gluon_bias_acc=True), dict(gluon_bias_acc=True, gluon_lazy_rescale=True),
+                                  dict(gluon_bias_acc=True, gluon_bias_gather=False, gluon_lazy_rescale=True)])
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), "cuda", 0)

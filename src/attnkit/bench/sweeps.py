@@ -367,7 +367,8 @@ SWEEPS["relbias-gluon-3"] = Sweep(
     "relbias", "the Gluon forward rule against P through shared memory (gluon_p_smem: the value product stays in "
     "flight during the softmax; in registers ptxas waits for it first) and the bias built before the scores are "
     "waited for (gluon_bias_early), each alone and together; 3 tiles with both; lazy rescaling (gluon_lazy_rescale) "
-    "alone and with both; the Triton kernel for reference; "
+    "alone and with both; the bias starting the score product's accumulator (gluon_bias_acc) alone, with lazy "
+    "rescaling, with P through shared memory, at 3 tiles; the Triton kernel for reference; "
     "diag-* computes wrong results by design (no bias)",
     SWEEPS["relbias-gluon-2"].cases,
     (("triton", {}),
@@ -377,8 +378,14 @@ SWEEPS["relbias-gluon-3"] = Sweep(
      ("psmem-early", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True)),
      ("psmem-early-s3", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True, num_stages=3)),
      ("lazy", dict(gluon=True, gluon_lazy_rescale=True)),
+     ("acc", dict(gluon=True, gluon_bias_acc=True)),
+     ("acc-lazy", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True)),
+     ("acc-lazy-psmem", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True, gluon_p_smem=True)),
+     ("acc-lazy-s3", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True, num_stages=3)),
      ("psmem-early-lazy", dict(gluon=True, gluon_p_smem=True, gluon_bias_early=True, gluon_lazy_rescale=True)),
-     ("diag-psmem-nobias", dict(gluon=True, gluon_p_smem=True, _perturb="bias-dropped"))))
+     ("diag-psmem-nobias", dict(gluon=True, gluon_p_smem=True, _perturb="bias-dropped")),
+     ("diag-acc-lazy-nobias", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True,
+                                   _perturb="bias-dropped"))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "

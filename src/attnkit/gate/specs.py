@@ -139,9 +139,12 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
          "per score (gluon_bias_gather=False), on the same shapes"),
-        ("relbias/gluon_fwd_options", dict(gluon_p_smem=True, gluon_bias_early=True, gluon_lazy_rescale=True),
+        ("relbias/gluon_fwd_acc_lazy", dict(gluon_bias_acc=True, gluon_lazy_rescale=True), "kernel: the Gluon "
+         "forward kernel with the bias starting the score product's accumulator (gluon_bias_acc) and lazy rescaling "
+         "(gluon_lazy_rescale), on the same shapes"),
+        ("relbias/gluon_fwd_psmem_early", dict(gluon_p_smem=True, gluon_bias_early=True, gluon_lazy_rescale=True),
          "kernel: the Gluon forward kernel with P through shared memory (gluon_p_smem), each tile's bias built before "
-         "its scores are waited for (gluon_bias_early) and lazy rescaling (gluon_lazy_rescale), on the same shapes")):
+         "its scores are waited for (gluon_bias_early) and lazy rescaling, on the same shapes")):
     register(Gate(
         name=_name,
         family="relbias",

@@ -178,6 +178,11 @@ GLUON_LAZY_RESCALE = Switch("gluon_lazy_rescale", "ATTNKIT_RELBIAS_GLUON_LAZY_RE
                             "exceeds it by more than 2^8, and the accumulator is rescaled only when some row's max "
                             "moved (a branch over the program): 64 multiplies a tile skipped at D 128; not yet "
                             "timed, so off")
+GLUON_BIAS_ACC = Switch("gluon_bias_acc", "ATTNKIT_RELBIAS_GLUON_BIAS_ACC", False,
+                        "Gluon forward kernel (with gluon_pipe): each tile's bias, over softmax_scale, starts the score "
+                        "product's accumulator, so the softmax takes one fused multiply-add per score instead of a "
+                        "multiply-add and an add (when softmax_scale > 0; else the bias is added as usual); not yet "
+                        "timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -263,6 +268,7 @@ class GluonFwdConfig:
     bias_early: bool = False  # each tile's bias built while its score product runs (gluon_bias_early)
     p_smem: bool = False  # P to the value product through shared memory (gluon_p_smem)
     lazy_rescale: bool = False  # running maxima kept until they grow by 2^8 (gluon_lazy_rescale)
+    bias_acc: bool = False  # the bias starts the score product's accumulator (gluon_bias_acc)
 
     @property
     def block_m(self) -> int:
@@ -304,7 +310,8 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
-                     bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False) -> GluonFwdConfig:
+                     bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
+                     bias_acc: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -326,8 +333,13 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_p_smem: P goes through shared memory in the overlapped schedule only (gluon_pipe)")
     if lazy_rescale and not pipe:
         raise ValueError("gluon_lazy_rescale: in the overlapped schedule only (gluon_pipe)")
+    if bias_acc and not pipe:
+        raise ValueError("gluon_bias_acc: in the overlapped schedule only (gluon_pipe)")
+    if bias_acc and bias_early:
+        raise ValueError("gluon_bias_acc: builds each tile's bias before its score product, so gluon_bias_early "
+                         "(before the scores are waited for) does not apply; set one of the two")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
-                          bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale)
+                          bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -12,8 +12,8 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_EARLY, GLUON_BIAS_GATHER,
-                     GLUON_LAZY_RESCALE, GLUON_P_SMEM,
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
+                     GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM,
                      GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, gluon_fwd_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
 
@@ -127,7 +127,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
-                      gluon_p_smem=None, gluon_lazy_rescale=None, fp8_f16_cvt=None,
+                      gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None,
+                      fp8_f16_cvt=None,
                       _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -156,7 +157,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     default on; off: one cached load per score), ``gluon_bias_early`` (each tile's bias built before its scores are
     waited for; off, not timed), ``gluon_p_smem`` (P to the value product through shared memory, so the product
     stays in flight during the softmax; off, not timed), ``gluon_lazy_rescale`` (running maxima kept until they
-    grow by 2^8, the accumulator rescaled only when one moved; off, not timed) and the tile options ``block_n``, ``num_warps``,
+    grow by 2^8, the accumulator rescaled only when one moved; off, not timed), ``gluon_bias_acc`` (each tile's bias
+    over softmax_scale starts the score product's accumulator, one fused multiply-add per score in the softmax; used
+    when softmax_scale > 0; off, not timed) and the tile options ``block_n``, ``num_warps``,
     ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
@@ -174,7 +177,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     use_gluon, gpipe = GLUON.resolve(gluon), GLUON_PIPE.resolve(gluon_pipe)
     ggather = GLUON_BIAS_GATHER.resolve(gluon_bias_gather)
     gearly, gpsmem = GLUON_BIAS_EARLY.resolve(gluon_bias_early), GLUON_P_SMEM.resolve(gluon_p_smem)
-    glazy = GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale)
+    glazy, gacc = GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale), GLUON_BIAS_ACC.resolve(gluon_bias_acc)
     f16_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
@@ -224,7 +227,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         return out, lse
     if use_gluon:
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
-                                gpsmem, glazy)
+                                gpsmem, glazy, gacc)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
                    _perturb, gcfg, heavy)
         return out, lse
@@ -288,7 +291,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, PIPE=cfg.pipe,
         GATHER=cfg.bias_gather, EARLY=cfg.bias_early, P_SMEM=cfg.p_smem,
-        LAZY=cfg.lazy_rescale, num_warps=cfg.num_warps,
+        LAZY=cfg.lazy_rescale, ACC=cfg.bias_acc and scale > 0, num_warps=cfg.num_warps,
     )
 
 

@@ -34,6 +34,7 @@ from .._triton.pdl import pdl_entry
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
+ACC_BIAS_MAX: gl.constexpr = gl.constexpr(1e37)  # BIAS_ACC: |table / softmax_scale| kept finite (q.k adds to it)
 LAZY_LOG2: gl.constexpr = gl.constexpr(8.0)  # LAZY: the growth of a row's max (base 2) that forces a rescale
 # the shared layout of the key / value tiles, which the host's TMA descriptors carry (rows of 64 or 128 bf16 / fp16:
 # 128-byte swizzle)
@@ -54,17 +55,23 @@ def _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, row, col, slot, pred, 
 
 @gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
-               strip_l: gl.constexpr, GATHER: gl.constexpr = True):
+               strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None):
     """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
     distances base .. (base: the tile's smallest distance, the first row's to the last key) by a gather (GATHER), or
-    one cached table load per score. Independent of the scores, so it may be built while their product runs."""
+    one cached table load per score. Independent of the scores, so it may be built while their product runs.
+    ACC: in the unscaled domain of q.k instead (table x bias_mul = table / softmax_scale, kept finite), to start the
+    score product's accumulator."""
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
     if GATHER:
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
         dist = base + t
-        strip = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * LOG2E
+        if ACC:
+            strip = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * bias_mul
+            strip = gl.minimum(gl.maximum(strip, -ACC_BIAS_MAX), ACC_BIAS_MAX)
+        else:
+            strip = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * LOG2E
         if not CLAMP:
             strip = gl.where(dist < E, strip, 0.0)  # beyond the extent: no bias
         # distance of (row r, key column c) = base + r - c + BLOCK_N - 1: a Toeplitz tile of the strip
@@ -73,7 +80,11 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
         bias = gl.convert_layout(bias, s_l)
     else:
         dist2 = base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1))
-        bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * LOG2E
+        if ACC:
+            bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * bias_mul
+            bias = gl.minimum(gl.maximum(bias, -ACC_BIAS_MAX), ACC_BIAS_MAX)
+        else:
+            bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * LOG2E
         if not CLAMP:
             bias = gl.where(dist2 < E, bias, 0.0)  # beyond the extent: no bias
     return bias
@@ -83,14 +94,16 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
 def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr,
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
                  PERTURB: gl.constexpr, s_l: gl.constexpr, strip_l: gl.constexpr, GATHER: gl.constexpr = True,
-                 bias=None):
+                 bias=None, ACC: gl.constexpr = False):
     """A tile's scores in the base-2 domain: q.k scaled, plus the bias (_tile_bias; given as `bias` when it was
     built ahead, else built here), masked (MASKED) unless the tile is interior. full_rows: which rows of the block
-    are queries of this sequence."""
-    s = s * qk_scale
+    are queries of this sequence. ACC: s already holds q.k + bias / softmax_scale (the bias started the product's
+    accumulator): only the masks are applied, and the scale is the softmax's (_softmax with ACC)."""
+    if not ACC:
+        s = s * qk_scale
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
-    if PERTURB != 1:
+    if PERTURB != 1 and not ACC:
         if bias is None:
             bias = _tile_bias(tab, base, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER)
         s = s + bias
@@ -104,17 +117,23 @@ def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_sc
 
 
 @gluon.jit
-def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False):
+def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, qk_scale=None):
     """The online-softmax step for a score tile: (new max, p, new l, the accumulator's rescale factor). LAZY: a row
     keeps its running max unless the tile's exceeds it by more than LAZY_LOG2 (so p <= 2^LAZY_LOG2: no overflow), and
-    its factor is then exactly 1; the same softmax in exact arithmetic."""
+    its factor is then exactly 1; the same softmax in exact arithmetic. ACC: s is unscaled (q.k + bias / softmax_scale,
+    softmax_scale > 0): the scale is applied in the exponent's one fused multiply-add, and to the tile's max."""
     m_tile = gl.max(s, 1)
+    if ACC:
+        m_tile = m_tile * qk_scale
     if LAZY:
         m_new = gl.where(m_tile > m_i + LAZY_LOG2, m_tile, m_i)  # -inf rows stay -inf (nan compares false)
     else:
         m_new = gl.maximum(m_i, m_tile)
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-    p = gl.exp2(s - m_safe[:, None])
+    if ACC:
+        p = gl.exp2(s * qk_scale - m_safe[:, None])
+    else:
+        p = gl.exp2(s - m_safe[:, None])
     if LAZY:
         alpha = gl.where(m_new == m_i, 1.0, gl.exp2(m_i - m_safe))
     else:
@@ -154,7 +173,7 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr, EARLY: gl.constexpr = False, p_smem=None,
-               P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False):
+               P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, bias_mul=None):
     """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
     while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES. EARLY: tile j's bias
     built while both products run, before S_j is waited for (its strip's load latency and the gather off the path
@@ -162,12 +181,20 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
     registers, so no register of the in-flight product is an operand the compiler could reuse: ptxas waits for a
     register-operand product before the softmax, undoing the overlap (sm_90 SASS: the wait for all groups lands
     before the exponentials). LAZY: running maxima kept unless they grow by more than 2^LAZY_LOG2, and the
-    accumulator rescaled only when some row's factor is not 1 (a branch the whole program takes or skips)."""
+    accumulator rescaled only when some row's factor is not 1 (a branch the whole program takes or skips). ACC: the
+    tile's bias (over softmax_scale) starts the score product's accumulator, so the softmax takes one fused
+    multiply-add per score where it took a multiply-add and an add."""
     slot = j % STAGES
     n0 = lo + j * BLOCK_N
-    mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
-    s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)),
-                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False, is_async=True)
+    if ACC and PERTURB != 1:
+        base = first_pos - (n0 + BLOCK_N - 1) + shift
+        s0 = _tile_bias(tab, base, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul)
+        mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
+        s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), s0, use_acc=True, is_async=True)
+    else:
+        mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
+        s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)),
+                              gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False, is_async=True)
     pslot = (j - 1) % STAGES
     mbarrier.wait(vbar.index(pslot), ((j - 1) // STAGES) & 1)
     if P_SMEM:
@@ -180,8 +207,8 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
         bias = _tile_bias(tab, base, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER)
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
     s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, BLOCK_M, BLOCK_N,
-                     HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, bias)
-    m_i, p, l_i, alpha = _softmax(s, m_i, l_i, LAZY)
+                     HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, bias, ACC)
+    m_i, p, l_i, alpha = _softmax(s, m_i, l_i, LAZY, ACC, qk_scale)
     if LAZY:  # some row's max grew: the accumulator needs its rescale (a value uniform over the program)
         moved = gl.max(gl.where(alpha != 1.0, 1, 0), 0) > 0
     if P_SMEM:
@@ -213,7 +240,7 @@ def relbias_fwd_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
-    P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False,
+    P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -287,6 +314,7 @@ def relbias_fwd_gluon_kernel(
     if PERTURB == 2:
         shift = BLOCK_N
     qk_scale = sm_scale * LOG2E
+    bias_mul = 1.0 / sm_scale  # ACC (the host passes softmax_scale > 0)
     col = g * D
     krow = k_start + lo
 
@@ -313,13 +341,17 @@ def relbias_fwd_gluon_kernel(
         if P_SMEM:
             p_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N], gl.NVMMASharedLayout(128, 16, rank=2))
         if kt > 0:  # tile 0: its scores and softmax (its value product runs in the next step)
-            mbarrier.wait(kbar.index(0), 0)
-            s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)),
-                              gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
-            s = _tile_scores(s, tab, first_pos - (lo + BLOCK_N - 1) + shift, E, lo, first_pos, seqlen_k, win,
-                             full_rows, qk_scale, True, BLOCK_M, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l,
-                             GATHER)
-            m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
+            if ACC and PERTURB != 1:
+                s0 = _tile_bias(tab, first_pos - (lo + BLOCK_N - 1) + shift, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul)
+                mbarrier.wait(kbar.index(0), 0)
+                s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s0, use_acc=True)
+            else:
+                mbarrier.wait(kbar.index(0), 0)
+                s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)),
+                                  gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
+            s = _tile_scores(s, tab, first_pos - (lo + BLOCK_N - 1) + shift, E, lo, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
+                             BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
+            m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
             if P_SMEM:
                 p_smem.store(p.to(dtype))
                 fence_async_shared()
@@ -333,19 +365,19 @@ def relbias_fwd_gluon_kernel(
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY)
+                                               P_SMEM, LAZY, ACC, bias_mul)
         for j in range(j1, j2):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY)
+                                               P_SMEM, LAZY, ACC, bias_mul)
         for j in range(j2, kt):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY)
+                                               P_SMEM, LAZY, ACC, bias_mul)
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)

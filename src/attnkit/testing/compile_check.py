@@ -131,26 +131,32 @@ def _variants():
                     dict(num_warps=4)))
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
-    for D, pipe, win, clamp, gather, early, psm, lazy in ((128, True, False, False, True, False, False, False),
-                                                          (128, False, True, False, True, False, False, False),
-                                                          (64, True, True, True, True, False, False, False),
-                                                          (128, True, False, False, False, False, False, False),
-                                                          (128, True, False, False, True, True, False, False),
-                                                          (128, True, False, False, True, False, True, False),
-                                                          (64, True, True, True, True, True, True, False),
-                                                          (128, True, False, False, True, False, False, True),
-                                                          (128, True, True, True, True, True, True, True)):
-        gc = gluon_fwd_config(D, pipe=pipe, bias_gather=gather, bias_early=early, p_smem=psm, lazy_rescale=lazy)
+    for D, pipe, win, clamp, gather, early, psm, lazy, bacc in (
+            (128, True, False, False, True, False, False, False, False),
+            (128, False, True, False, True, False, False, False, False),
+            (64, True, True, True, True, False, False, False, False),
+            (128, True, False, False, False, False, False, False, False),
+            (128, True, False, False, True, True, False, False, False),
+            (128, True, False, False, True, False, True, False, False),
+            (64, True, True, True, True, True, True, False, False),
+            (128, True, False, False, True, False, False, True, False),
+            (128, True, True, True, True, True, True, True, False),
+            (128, True, False, False, True, False, False, True, True),
+            (64, True, True, True, True, False, True, True, True),
+            (128, True, False, False, False, False, False, True, True)):
+        gc = gluon_fwd_config(D, pipe=pipe, bias_gather=gather, bias_early=early, p_smem=psm, lazy_rescale=lazy,
+                              bias_acc=bacc)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon D{D} bn{gc.block_n} w{gc.num_warps} s{gc.stages} pipe{int(pipe)}"
                     + ("" if gather else " load") + (" early" if early else "") + (" psmem" if psm else "")
-                    + (" lazy" if lazy else "") + (" window clamp" if early and psm and lazy else ""),
+                    + (" lazy" if lazy else "") + (" acc" if bacc else "")
+                    + (" window clamp" if win and (early or bacc) and lazy else ""),
                     relbias_fwd_gluon_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=gc.block_n, STAGES=gc.stages, HAS_WINDOW=win,
                          CLAMP=clamp, PERTURB=0, PIPE=pipe, GATHER=gather, EARLY=gc.bias_early, P_SMEM=gc.p_smem,
-                         LAZY=gc.lazy_rescale),
+                         LAZY=gc.lazy_rescale, ACC=gc.bias_acc),
                     dict(num_warps=gc.num_warps)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
