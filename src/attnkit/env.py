@@ -69,11 +69,8 @@ def kernel_paths() -> list[dict]:
         flex = "GPU (compiled)" if cuda else "CPU (eager)"
     except ImportError:
         flex = "unavailable"
-    try:
-        import triton.experimental.gluon  # noqa: F401
-        gluon = cuda and torch.cuda.get_device_capability(0) >= (9, 0)
-    except ImportError:
-        gluon = False
+    from ._runtime import gluon_runs
+    gluon = cuda and gluon_runs(torch.device("cuda"))  # our Gluon kernels are built for sm_90 alone
     from .status import KERNEL_PATHS
     rows = [{"path": f"{fam}: {path}", "status": status, "runs": where if status == "implemented" else "-"}
             for fam, paths in KERNEL_PATHS.items() for path, status in paths]
