@@ -4,8 +4,9 @@
 #   stages: env tests tests-par tests-k check check-ours check-ours-par check-<family> gate-<gate> bench-<family>
 #           sweep-<name>   (tests-k: the tests selected by pytest -k "$TESTS_K"; gate-<gate>: one gate, its "/"
 #           written as ":", e.g. gate-relbias:gluon_fwd)
-#           (-par: the same work in parallel processes, compile-bound on the CPU; not for timing)   (default: env tests check bench-relbias
-#           bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
+#           (-par: the same work in parallel processes, compile-bound on the CPU; not for timing; gate-* and
+#           check-<family> run the cases in JOBS processes, default 8: attnkit check --jobs)
+#           (default: env tests check bench-relbias bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
 #           has a time limit.
 # Uses the torch and triton already installed on the machine (nothing is installed or replaced).
 set -uo pipefail
@@ -40,7 +41,8 @@ for stage in $STAGES; do
     gate-*)
       gate=$(echo "${stage#gate-}" | tr ':' '/')
       tag=$(echo "${stage#gate-}" | tr ':' '_')
-      $PY -m attnkit.cli check --tier full --gate "$gate" --out "$OUTDIR/gate-$tag.jsonl" > "$OUTDIR/gate-$tag.log" 2>&1 || status=1
+      $PY -m attnkit.cli check --tier full --gate "$gate" --jobs "${JOBS:-8}" --out "$OUTDIR/gate-$tag.jsonl" \
+        > "$OUTDIR/gate-$tag.log" 2>&1 || status=1
       tail -8 "$OUTDIR/gate-$tag.log" ;;
     check-ours-par)  # our kernels' gates, one process per family (sparse_int8: one per gate)
       pids=()
@@ -60,7 +62,8 @@ for stage in $STAGES; do
       grep -E "power|passed|FAIL" "$OUTDIR/check-ours.log" | tail -40 ;;
     check-*)
       fam=${stage#check-}
-      $PY -m attnkit.cli check --tier full --family "$fam" --out "$OUTDIR/check-$fam.jsonl" > "$OUTDIR/check-$fam.log" 2>&1 || status=1
+      $PY -m attnkit.cli check --tier full --family "$fam" --jobs "${JOBS:-8}" --out "$OUTDIR/check-$fam.jsonl" \
+        > "$OUTDIR/check-$fam.log" 2>&1 || status=1
       tail -30 "$OUTDIR/check-$fam.log" ;;
     bench-*)
       fam=${stage#bench-}

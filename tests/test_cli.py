@@ -43,3 +43,46 @@ def test_bench_without_gpu_says_why():
 def test_bad_arguments_are_rejected():
     r = _run("check", "--family", "nope")
     assert r.returncode != 0 and "invalid choice" in r.stderr
+
+
+def _records(path):
+    cases, power, gates = [], {}, {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r["kind"] == "case":
+            cases.append((r["gate"], r["case"], r["status"], r.get("worst_ratio")))
+        elif r["kind"] == "power":
+            power[(r["gate"], r["perturbation"])] = r["caught"]
+        elif r["kind"] == "gate":
+            gates[r["gate"]] = r["status"]
+    return cases, power, gates
+
+
+def test_check_jobs_gives_what_one_process_gives(tmp_path):
+    """--jobs 2 runs every second case in each of two processes and merges them: the same cases in the same order
+    with the same results and the same perturbations caught as one process."""
+    args = ["check", "--gate", "relbias/triton_decode", "--case", "relbias-decode", "--seed", "3"]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    r1 = _run(*args, "--out", str(one))
+    r2 = _run(*args, "--jobs", "2", "--out", str(two))
+    assert r1.returncode == 0 and r2.returncode == 0, r1.stdout + r1.stderr + r2.stdout + r2.stderr
+    c1, p1, g1 = _records(one)
+    c2, p2, g2 = _records(two)
+    assert len(c1) >= 2 and c1 == c2 and p1 == p2 and g1 == g2
+    assert json.loads(two.read_text().splitlines()[0])["jobs"] == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("attnkit-check-")]  # shard files cleaned up
+    assert _run("check", "--family", "merge", "--shard", "2/2").returncode == 2
+
+
+def test_merged_shards_fail_when_any_shard_fails_and_catch_when_any_catches():
+    from attnkit.gate.runner import GateResult, merge_shards
+    ok = dict(status="pass", ok=True, group="g")
+    a = GateResult("x", "pass", cases=[dict(case="c0", **ok)], power={"p": dict(caught=False, case=None, tried=1)})
+    b = GateResult("x", "pass", cases=[dict(case="c1", **ok)], power={"p": dict(caught=True, case="c1", tried=1)})
+    merged, = merge_shards([[b], [a]], "smoke", {"x": ["c0", "c1"]})
+    assert merged.status == "pass" and [c["case"] for c in merged.cases] == ["c0", "c1"]
+    assert merged.power["p"]["caught"] and merged.power["p"]["case"] == "c1" and merged.power["p"]["tried"] == 2
+    bad = GateResult("x", "fail", cases=[dict(case="c1", status="fail", ok=False, group="g")],
+                     power={"p": dict(caught=False, case=None, tried=1)})
+    merged, = merge_shards([[a], [bad]], "smoke", {"x": ["c0", "c1"]})
+    assert merged.status == "fail" and "1 case(s) failed" in merged.reason and "power check not caught" in merged.reason

@@ -49,6 +49,18 @@ def cmd_check(args) -> int:
     from . import env as envmod
     from .gate.registry import gates
     from .gate.runner import format_table, run_gate, write_jsonl
+    shard = None
+    if args.shard:
+        try:
+            i, n = (int(x) for x in args.shard.split("/"))
+            assert 0 <= i < n
+        except (ValueError, AssertionError):
+            print(f"attnkit check: --shard takes I/N with 0 <= I < N, got {args.shard!r}", file=sys.stderr)
+            return 2
+        shard = (i, n)
+    if args.jobs < 1:
+        print(f"attnkit check: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
     from .testing import shapes
 
     tier = args.tier or ("full" if device == "cuda" else "smoke")
@@ -69,9 +81,8 @@ def cmd_check(args) -> int:
                            and not any(gr.startswith(x) for x in (args.skip_group or [])))
         selected = [dataclasses.replace(g, groups=tuple(gr for gr in g.groups if keep(gr))) for g in selected]
         selected = [g for g in selected if g.groups]
-    total = sum(1 for g in selected if g.available(device)[0] for gr in g.groups
-                for c in shapes.cases(tier=tier, group=gr)
-                if g.applies(c) and (not args.case or any(f in c.id for f in args.case)))
+    from .gate.runner import gate_cases
+    total = sum(len(gate_cases(g, tier, args.case, shard)) for g in selected if g.available(device)[0])
     print(f"attnkit check: {len(selected)} gate(s), {total} case(s), tier={tier}, device={device}, seed={seed}",
           file=sys.stderr)
     step, close = _progress_factory(total)
@@ -85,10 +96,16 @@ def cmd_check(args) -> int:
              + "".join(f" --skip-group {g}" for g in (args.skip_group or []))
              + "".join(f" --case {c}" for c in (args.case or [])))
     results = []
-    for g in selected:  # the file is rewritten after every gate: a run cut short keeps the gates it finished
-        results.append(run_gate(g, device, tier, seed, step, case_filter=args.case))
+    if args.jobs > 1:
+        close()
+        results, complete = _check_jobs(args, selected, tier, seed, out)
         write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
-                                        "complete": len(results) == len(selected), "repro": repro})
+                                        "complete": complete, "repro": repro, "jobs": args.jobs})
+    for g in selected if args.jobs == 1 else ():  # the file is rewritten after every gate: a run cut short keeps
+        results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard))  # what it did
+        write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
+                                        "complete": len(results) == len(selected), "repro": repro,
+                                        **({"shard": args.shard} if shard else {})})
     close()
     print(format_table(results))
     bad = [r for r in results if r.status == "fail"]
@@ -98,6 +115,47 @@ def cmd_check(args) -> int:
     for r in bad:
         print(f"FAILED {r.gate}: {r.reason}")
     return 1 if bad else 0
+
+
+def _check_jobs(args, selected, tier, seed, out):
+    """attnkit check --jobs N: N processes, each running every N-th case of every selected gate (compiling kernels
+    side by side: the gates are compile-bound), then one result per gate merged from theirs."""
+    import subprocess
+    import tempfile
+
+    from .gate.runner import gate_cases, merge_shards, read_jsonl
+    n = args.jobs
+    base = ((["--family", args.family] if args.family else []) + [x for g in (args.gate or []) for x in ("--gate", g)]
+            + (["--kernels-only"] if args.kernels_only else [])
+            + [x for g in (args.group or []) for x in ("--group", g)]
+            + [x for g in (args.skip_group or []) for x in ("--skip-group", g)]
+            + [x for c in (args.case or []) for x in ("--case", c)])
+    tmp = Path(tempfile.mkdtemp(prefix="attnkit-check-", dir=out.parent))
+    procs = []
+    for i in range(n):
+        cmd = [sys.executable, "-m", "attnkit.cli", "check", *base, "--tier", tier, "--seed", str(seed),
+               "--shard", f"{i}/{n}", "--out", str(tmp / f"shard-{i}.jsonl")]
+        log = open(tmp / f"shard-{i}.log", "w")
+        procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+    done = 0
+    for p, log in procs:
+        p.wait()
+        log.close()
+        done += 1
+        print(f"[{done}/{n} shards done]", file=sys.stderr, flush=True)
+    shards, complete = [], True
+    for i in range(n):
+        f = tmp / f"shard-{i}.jsonl"
+        if not f.exists():
+            complete = False
+            print(f"attnkit check: shard {i}/{n} wrote no results; its log: {tmp / f'shard-{i}.log'}", file=sys.stderr)
+            continue
+        shards.append(read_jsonl(f))
+    order = {g.name: [c.id for c in gate_cases(g, tier, args.case)] for g in selected}
+    if complete:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    return merge_shards(shards, tier, order), complete
 
 
 def cmd_env(args) -> int:
@@ -158,6 +216,9 @@ def main(argv=None) -> int:
     c.add_argument("--skip-group", action="append", help="leave out shape families starting with this (repeatable)")
     c.add_argument("--seed", type=int, help="input seed (default: fresh, printed for reproduction)")
     c.add_argument("--out", help="JSONL output path (default check-results/check-<tier>-<device>.jsonl)")
+    c.add_argument("--jobs", type=int, default=1, help="run the cases in this many processes side by side (the "
+                                                       "gates are compile-bound: on a many-core GPU host, 8 or 16)")
+    c.add_argument("--shard", help="I/N: only every N-th case of each gate from the I-th (what --jobs runs)")
     c.set_defaults(fn=cmd_check)
 
     b = sub.add_parser("bench", help="time our kernels and the peers by CUDA-graph replay (GPU)")

@@ -71,13 +71,23 @@ def _power(gate, pert, case, inp, refs):
     return (not cmp.ok) or unwritten(out) > 0, cmp
 
 
-def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_filter=None) -> GateResult:
-    ok, why = gate.available(device)
-    if not ok:
-        return GateResult(gate.name, "skipped", reason=why)
+def gate_cases(gate: Gate, tier: str, case_filter=None, shard=None) -> list:
+    """The cases a gate runs at `tier`: its groups' cases it applies to, those whose id contains one of case_filter,
+    and with shard = (i, n) every n-th of them from the i-th (attnkit check --jobs runs n shards side by side)."""
     case_list = [c for g in gate.groups for c in shapes.cases(tier=tier, group=g) if gate.applies(c)]
     if case_filter:
         case_list = [c for c in case_list if any(f in c.id for f in case_filter)]
+    if shard is not None:
+        case_list = case_list[shard[0]::shard[1]]
+    return case_list
+
+
+def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_filter=None,
+             shard=None) -> GateResult:
+    ok, why = gate.available(device)
+    if not ok:
+        return GateResult(gate.name, "skipped", reason=why)
+    case_list = gate_cases(gate, tier, case_filter, shard)
     res = GateResult(gate.name, "pass")
     power = {p.name: {"caught": False, "case": None, "tried": 0, "what": p.what} for p in gate.perturbations}
     for case in case_list:
@@ -110,12 +120,19 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
         if progress:
             progress(gate, case, rec)
     res.power = power
+    return _settle(res, tier)
+
+
+def _settle(res: GateResult, tier: str) -> GateResult:
+    """A gate's status from its cases and its perturbations' power checks."""
+    power = res.power
+    res.status, res.reason = "pass", ""
     failed = [c for c in res.cases if c["status"] == "fail"]
     blind = [n for n, st in power.items() if not st["caught"] and st["tried"] > 0]
     for st in power.values():  # a selection (--group / --case) can leave a perturbation no case to run on
         if st["tried"] == 0:
             st["reason"] = "no applicable case in this selection"
-    if not case_list:
+    if not res.cases:
         res.status, res.reason = "skipped", f"no case at tier {tier}"
     elif all(c["status"] == "unsupported" for c in res.cases):
         res.status, res.reason = "skipped", "the peer took none of the cases (all unsupported)"
@@ -128,6 +145,49 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
             parts.append("power check not caught: " + ", ".join(blind))
         res.reason = "; ".join(parts)
     return res
+
+
+def merge_shards(shards: list[list[GateResult]], tier: str, order: dict) -> list[GateResult]:
+    """One result per gate from the shards' results (attnkit check --jobs): the cases in the order of `order`
+    (gate -> case ids in the unsharded order); a perturbation caught when any shard caught it (the first such shard's
+    case), its tries summed; a gate every shard skipped stays skipped, with the reason they gave."""
+    out = []
+    for name in order:
+        parts = [r for rs in shards for r in rs if r.gate == name]
+        ran = [r for r in parts if r.status != "skipped" or r.cases]
+        if not ran:
+            out.append(GateResult(name, "skipped", reason=parts[0].reason if parts else "no shard ran it"))
+            continue
+        rank = {cid: i for i, cid in enumerate(order[name])}
+        res = GateResult(name, "pass", cases=sorted((c for r in ran for c in r.cases),
+                                                    key=lambda c: rank.get(c["case"], len(rank))))
+        for r in ran:
+            for pname, st in r.power.items():
+                acc = res.power.setdefault(pname, {"caught": False, "case": None, "tried": 0, "what": st.get("what")})
+                acc["tried"] += st.get("tried", 0)
+                if st.get("caught") and not acc["caught"]:
+                    acc.update(caught=True, case=st.get("case"), reason=st.get("reason", ""))
+        out.append(_settle(res, tier))
+    return out
+
+
+def read_jsonl(path) -> list[GateResult]:
+    """The gate results of a file write_jsonl wrote."""
+    results: dict = {}
+    for line in open(path):
+        rec = json.loads(line)
+        kind = rec.pop("kind")
+        if kind == "env":
+            continue
+        r = results.setdefault(rec["gate"], GateResult(rec["gate"], "pass"))
+        if kind == "case":
+            rec.pop("gate")
+            r.cases.append(rec)
+        elif kind == "power":
+            r.power[rec.pop("perturbation")] = {k: v for k, v in rec.items() if k != "gate"}
+        elif kind == "gate":
+            r.status, r.reason = rec["status"], rec["reason"]
+    return list(results.values())
 
 
 def run_all(family: str | None, device: str, tier: str, seed: int, progress=None) -> list[GateResult]:
