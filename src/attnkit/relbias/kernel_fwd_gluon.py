@@ -66,28 +66,28 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
     if GATHER:
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
-        dist = base + t
-        if ACC:
-            strip = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * bias_mul
-            strip = gl.minimum(gl.maximum(strip, -ACC_BIAS_MAX), ACC_BIAS_MAX)
-        else:
-            strip = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * LOG2E
-        if not CLAMP:
-            strip = gl.where(dist < E, strip, 0.0)  # beyond the extent: no bias
+        strip = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul)
         # distance of (row r, key column c) = base + r - c + BLOCK_N - 1: a Toeplitz tile of the strip
         gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
         bias = gl.reshape(gl.gather(strip, gl.reshape(gidx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
         bias = gl.convert_layout(bias, s_l)
     else:
-        dist2 = base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1))
-        if ACC:
-            bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * bias_mul
-            bias = gl.minimum(gl.maximum(bias, -ACC_BIAS_MAX), ACC_BIAS_MAX)
-        else:
-            bias = gl.load(tab + gl.minimum(gl.maximum(dist2, 0), E - 1)) * LOG2E
-        if not CLAMP:
-            bias = gl.where(dist2 < E, bias, 0.0)  # beyond the extent: no bias
+        bias = _bias_at(tab, base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1)), E, CLAMP, ACC, bias_mul)
     return bias
+
+
+@gluon.jit
+def _bias_at(tab, dist, E, CLAMP: gl.constexpr, ACC: gl.constexpr, bias_mul):
+    """The bias at distances `dist` (clamped into the table; beyond the extent table[E - 1] with CLAMP, else 0): in
+    the base-2 domain, or with ACC over softmax_scale (times bias_mul) and kept within ACC_BIAS_MAX."""
+    if ACC:
+        b = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * bias_mul
+        b = gl.minimum(gl.maximum(b, -ACC_BIAS_MAX), ACC_BIAS_MAX)
+    else:
+        b = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * LOG2E
+    if not CLAMP:
+        b = gl.where(dist < E, b, 0.0)  # beyond the extent: no bias
+    return b
 
 
 @gluon.jit
