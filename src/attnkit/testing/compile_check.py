@@ -227,20 +227,27 @@ def _sass_lines(cubin: bytes) -> list[str]:
 _OPCODE = re.compile(r"\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
 
 
-def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
-    """The loops of a cubin's SASS (a label and the backward branch to it, at least min_len instructions), each
-    with its instruction count and its ten commonest opcodes: what a tile costs per warp, before any timing."""
-    import collections
+def _loop_bodies(cubin: bytes) -> list[list[str]]:
+    """The loops of a cubin's SASS (a label and the backward branch to it), each as its instruction lines."""
     lines = _sass_lines(cubin)
     labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"\.L_x_\d+:", ln.strip())}
-    loops = []
+    bodies = []
     for i, ln in enumerate(lines):
         m = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
         if m and labels.get(m.group(1), i) < i:
-            ops = collections.Counter(mm.group(1).split(".")[0]
-                                      for mm in map(_OPCODE.match, lines[labels[m.group(1)]:i + 1]) if mm)
-            if sum(ops.values()) >= min_len:
-                loops.append(dict(instructions=sum(ops.values()), top=ops.most_common(10)))
+            bodies.append([b for b in lines[labels[m.group(1)]:i + 1] if _OPCODE.match(b)])
+    return bodies
+
+
+def sass_loops(cubin: bytes, min_len: int = 100) -> list[dict]:
+    """The loops of a cubin's SASS (at least min_len instructions), each with its instruction count and its ten
+    commonest opcodes: what a tile costs per warp, before any timing."""
+    import collections
+    loops = []
+    for body in _loop_bodies(cubin):
+        ops = collections.Counter(_OPCODE.match(b).group(1).split(".")[0] for b in body)
+        if len(body) >= min_len:
+            loops.append(dict(instructions=len(body), top=ops.most_common(10)))
     return loops
 
 
@@ -341,24 +348,20 @@ def wgmma_wait_order(name: str, arch: int = 90) -> dict:
     number of groups it leaves in flight. An overlapped value product (FlashAttention-3's intra-warpgroup overlap)
     shows as the wait that leaves 0 groups coming after the first exponential."""
     k, _ = compile_named(name, arch)
-    lines = _sass_lines(k.asm["cubin"])
-    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"\.L_x_\d+:", ln.strip())}
-    best = None
-    for i, ln in enumerate(lines):
-        m = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
-        if m and labels.get(m.group(1), i) < i:
-            body = [ln2 for ln2 in lines[labels[m.group(1)]:i + 1] if _OPCODE.match(ln2)]
-            ops = [_OPCODE.match(b).group(1) for b in body]
-            if (any(o.startswith("HGMMA") for o in ops) and any(o.startswith("MUFU.EX2") for o in ops)
-                    and (best is None or len(body) < len(best))):
-                best = body
-    if best is None:
+
+    def has(body, op):
+        return any(_OPCODE.match(b).group(1).startswith(op) for b in body)
+
+    both = [b for b in _loop_bodies(k.asm["cubin"]) if has(b, "HGMMA") and has(b, "MUFU.EX2")]
+    if not both:
         return {}
+    best = min(both, key=len)
     ops = [_OPCODE.match(b).group(1) for b in best]
     ex2 = [j for j, o in enumerate(ops) if o.startswith("MUFU.EX2")]
     waits = [(j, int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16))
              for j, b in enumerate(best) if "WARPGROUP.DEPBAR" in b]
     return dict(instructions=len(best), first_ex2=ex2[0], last_ex2=ex2[-1], waits=waits)
+
 
 if __name__ == "__main__":
     _census = "--census" in sys.argv[1:]
