@@ -90,8 +90,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     each token's splits itself (its last program to finish), so the step is one launch. gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
     ahead (the first tile's while the query is prepared). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
-    default off, not timed): the Gluon kernel decodes nvfp4 codes from their bits into bf16 with two bf16x2 products
-    (the same values). Defaults and their measurements: ``config.py``.
+    default on, 1-4 % faster in the mqa-gluon-e2m1 sweep): the Gluon kernel decodes nvfp4 codes from their bits
+    into bf16 with two bf16x2 products (the same values). Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
     formats. num_splits: slot-list splits per token (default: the split rule);

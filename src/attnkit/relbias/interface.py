@@ -147,7 +147,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
-    and V through TMA tensor descriptors; off until timed), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
+    and V through TMA tensor descriptors; off: slower, the relbias-fwd-strip-2 sweep), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
     merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``
     (``ATTNKIT_RELBIAS_GLUON``: prefill and chunks of more than 32 query tokens on the Gluon forward kernel for
     sm_90, over contiguous bf16 / fp16 k, v at D 64 or 128; default: the rule ``config.gluon_fwd_rule``, the Gluon
