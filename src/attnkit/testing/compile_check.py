@@ -141,6 +141,7 @@ def _variants():
             (64, True, True, True, True, True, True, False, False),
             (128, True, False, False, True, False, False, True, False),
             (128, True, True, True, True, True, True, True, False),
+            (128, True, False, False, True, False, False, False, True),
             (128, True, False, False, True, False, False, True, True),
             (64, True, True, True, True, False, True, True, True),
             (128, True, False, False, False, False, False, True, True)):
