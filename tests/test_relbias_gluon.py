@@ -35,6 +35,9 @@ def test_gluon_tile_rule_and_its_errors():
             gluon_fwd_config(128, pipe=False, **kw)
     with pytest.raises(ValueError, match="gluon_bias_acc: .* gluon_bias_early"):
         gluon_fwd_config(128, bias_acc=True, bias_early=True)
+    # bias_acc unset: the rule (relbias-gluon-3): on in the overlapped schedule, off without it or with bias_early
+    assert c.bias_acc and not gluon_fwd_config(128, pipe=False).bias_acc
+    assert not gluon_fwd_config(128, bias_early=True).bias_acc and not gluon_fwd_config(128, bias_acc=False).bias_acc
 
 
 def test_gluon_rule():
@@ -57,7 +60,7 @@ class _Recorder:
         self.calls.append(self.name)
 
 
-def test_the_rule_picks_gluon_only_where_it_can(monkeypatch):
+def test_the_rule_picks_gluon_only_where_it_can(monkeypatch, device):
     """The dispatch decision with the option unset, as if on an sm_90 GPU (launches recorded, not run): Gluon for a
     prefill input it takes; Triton for D 256, a strided k, a Triton-only option, a tile Gluon cannot run, or
     gluon=False; the decision never raises."""
@@ -67,7 +70,7 @@ def test_the_rule_picks_gluon_only_where_it_can(monkeypatch):
     monkeypatch.setattr(rt, "gluon_runs", lambda device: True)
     monkeypatch.setattr(interface, "_gluon_fwd", _Recorder(calls, "gluon"))
     monkeypatch.setattr(kernel_fwd, "relbias_fwd_kernel", _Recorder(calls, "triton"))
-    inp = make_inputs(shapes.get("relbias-prefill-s203-w64"), "cpu", 0)
+    inp = make_inputs(shapes.get("relbias-prefill-s203-w64"), device, 0)
     picks = []
     for kw in (dict(), dict(gluon=False), dict(block_m=64), dict(block_n=16), dict(num_stages=1),
                dict(split_loops=True), dict(kv_tma=True), dict(fast_interior=False), dict(num_warps=8)):
@@ -77,7 +80,7 @@ def test_the_rule_picks_gluon_only_where_it_can(monkeypatch):
     apart = lambda t: torch.cat([t, t], dim=2)[:, :, :t.shape[2]]  # noqa: E731  [Hkv, D] rows not packed
     strided = dict(inp, k=apart(inp["k"]), v=apart(inp["v"]))
     relbias_kernel_call(strided, force="fwd")
-    relbias_kernel_call(make_inputs(shapes.get("relbias-headdim-d256"), "cpu", 0), force="fwd")
+    relbias_kernel_call(make_inputs(shapes.get("relbias-headdim-d256"), device, 0), force="fwd")
     assert calls == ["triton", "triton"]
     monkeypatch.setattr(rt, "gluon_runs", lambda device: False)  # off sm_90 / in the interpreter
     relbias_kernel_call(inp, force="fwd")

@@ -134,8 +134,11 @@ def _gluon_fwd_takes(c) -> bool:
 
 for _name, _kw, _what in (
         ("relbias/gluon_fwd", {}, "kernel: the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, "
-         "the bias from each tile's strip, the value product overlapped with the next tile's softmax), on every "
-         "contiguous bf16 / fp16 relbias shape at D 64 and 128 (dispatched by default on sm_90: gluon_fwd_rule)"),
+         "the bias from each tile's strip starting the score product's accumulator, the value product overlapped "
+         "with the next tile's softmax), on every contiguous bf16 / fp16 relbias shape at D 64 and 128 (dispatched "
+         "by default on sm_90: gluon_fwd_rule)"),
+        ("relbias/gluon_fwd_noacc", dict(gluon_bias_acc=False), "kernel: the Gluon forward kernel with the bias "
+         "added to the scores in the softmax (gluon_bias_acc=False), on the same shapes"),
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
          "per score (gluon_bias_gather=False), on the same shapes"),

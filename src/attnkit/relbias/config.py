@@ -114,6 +114,22 @@ setting of a grid timed alternating in that run):
     the Triton rule in the same run:             2986 / 986 / 1590 / 2135 / 754 / 570
   So on sm_90 the forward path takes the Gluon kernel at 4 warps, 64-key tiles, a 2-tile ring, with the overlap and
   the gather, wherever it runs and takes the input; the Triton kernel elsewhere (D 256, paged, fp8, the interpreter).
+  Then the softmax's schedule (`benchmarks/sweeps/h200-37e8ea1/sweep-relbias-gluon-3.json`, the same six cases):
+    the rule then (P in registers, the bias added in the softmax):  2604 / 730 / 1201 / 1677 / 649 / 457
+    the bias starting the score product's accumulator (bias_acc):  2569 / 710 / 1184 / 1617 / 685 / 424
+    bias_acc with lazy rescaling / also with 3 tiles:               2821 / 758 / 1262 / 1844 / 714 / 434,
+                                                                    2740 / 761 / 1274 / 1829 / 691 / 445
+    lazy rescaling alone / bias built early (bias_early):           3176 / 839 / 1381 / 1976 / 848 / 557,
+                                                                    2617 / 726 / 1204 / 1711 / 653 / 446
+    P through shared memory (p_smem) / with bias_early:             3053 / 813 / 1354 / 1949 / 819 / 537,
+                                                                    3081 / 814 / 1362 / 1979 / 833 / 506
+    the Triton rule in the same run:                                3002 / 994 / 1580 / 2146 / 742 / 558
+  The SASS census (`benchmarks/experiments/sass-census-sm90-relbias-gluon-4b08d4a.json`) predicted the opposite
+  for lazy rescaling and p_smem (the value product kept in flight during the exponentials); timed, both lose 8-30 %:
+  the overlap they buy costs more than it saves, for reasons not yet found. So bias_acc is the rule (gluon_fwd_config
+  with bias_acc unset), with the regression at chunks of 128 tokens noted; the others stay off. The bias-free
+  diagnostic of the P-through-shared-memory schedule runs 2513 us at 8K global: without any bias this kernel
+  is still about 1.45x cuDNN's 1734 us (the gap is the loop, not the bias).
 """
 
 from __future__ import annotations
@@ -168,22 +184,24 @@ GLUON_BIAS_GATHER = Switch("gluon_bias_gather", "ATTNKIT_RELBIAS_GLUON_BIAS_GATH
                            "slower, relbias-gluon sweep)")
 GLUON_BIAS_EARLY = Switch("gluon_bias_early", "ATTNKIT_RELBIAS_GLUON_BIAS_EARLY", False,
                           "Gluon forward kernel (with gluon_pipe): each tile's bias built while its score product and "
-                          "the previous value product run, before the scores are waited for; not yet timed, so off")
+                          "the previous value product run, before the scores are waited for; off: "
+                          "no faster, 1-2 % slower on 3 of 6 prefill cases (relbias-gluon-3 sweep)")
 GLUON_P_SMEM = Switch("gluon_p_smem", "ATTNKIT_RELBIAS_GLUON_P_SMEM", False,
                       "Gluon forward kernel (with gluon_pipe): P passed to the value product through shared memory "
                       "instead of registers; in the sm_90 SASS the register-operand product is waited for before the "
-                      "softmax's exponentials (no overlap left), the shared-memory one during them; not yet timed, so "
-                      "off")
+                      "softmax's exponentials (no overlap left), the shared-memory one during them; off: 11-26 "
+                      "% slower on every prefill case all the same (relbias-gluon-3 sweep)")
 GLUON_LAZY_RESCALE = Switch("gluon_lazy_rescale", "ATTNKIT_RELBIAS_GLUON_LAZY_RESCALE", False,
                             "Gluon forward kernel (with gluon_pipe): a row keeps its running max until a tile's "
                             "exceeds it by more than 2^8, and the accumulator is rescaled only when some row's max "
-                            "moved (a branch over the program): 64 multiplies a tile skipped at D 128; not yet "
-                            "timed, so off")
-GLUON_BIAS_ACC = Switch("gluon_bias_acc", "ATTNKIT_RELBIAS_GLUON_BIAS_ACC", False,
+                            "moved (a branch over the program): 64 multiplies a tile skipped at D 128; off: "
+                            "15-31 % slower (relbias-gluon-3 sweep)")
+GLUON_BIAS_ACC = Switch("gluon_bias_acc", "ATTNKIT_RELBIAS_GLUON_BIAS_ACC", None,
                         "Gluon forward kernel (with gluon_pipe): each tile's bias, over softmax_scale, starts the score "
                         "product's accumulator, so the softmax takes one fused multiply-add per score instead of a "
-                        "multiply-add and an add (when softmax_scale > 0; else the bias is added as usual); not yet "
-                        "timed, so off")
+                        "multiply-add and an add (when softmax_scale > 0; else the bias is added as usual); default: "
+                        "on with gluon_pipe and without gluon_bias_early (1-7 % faster on 5 of the 6 prefill cases, "
+                        "5 % slower on chunks of 128: relbias-gluon-3 sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -312,11 +330,12 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
-                     bias_acc: bool = False) -> GluonFwdConfig:
+                     bias_acc: bool | None = None) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
-    num_warps, num_stages) beat it."""
+    num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
+    (relbias-gluon-3, module docstring)."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or GLUON_FWD_BLOCK_N
@@ -334,6 +353,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_p_smem: P goes through shared memory in the overlapped schedule only (gluon_pipe)")
     if lazy_rescale and not pipe:
         raise ValueError("gluon_lazy_rescale: in the overlapped schedule only (gluon_pipe)")
+    if bias_acc is None:
+        bias_acc = pipe and not bias_early
     if bias_acc and not pipe:
         raise ValueError("gluon_bias_acc: in the overlapped schedule only (gluon_pipe)")
     if bias_acc and bias_early:

@@ -155,11 +155,11 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     the Triton kernel) with ``gluon_pipe`` (its value product overlapped with
     the next tile's softmax, default on), ``gluon_bias_gather`` (the bias built from the tile's strip by a gather,
     default on; off: one cached load per score), ``gluon_bias_early`` (each tile's bias built before its scores are
-    waited for; off, not timed), ``gluon_p_smem`` (P to the value product through shared memory, so the product
-    stays in flight during the softmax; off, not timed), ``gluon_lazy_rescale`` (running maxima kept until they
-    grow by 2^8, the accumulator rescaled only when one moved; off, not timed), ``gluon_bias_acc`` (each tile's bias
+    waited for; off: no faster), ``gluon_p_smem`` (P to the value product through shared memory, so the product
+    stays in flight during the softmax; off: slower), ``gluon_lazy_rescale`` (running maxima kept until they
+    grow by 2^8, the accumulator rescaled only when one moved; off: slower), ``gluon_bias_acc`` (each tile's bias
     over softmax_scale starts the score product's accumulator, one fused multiply-add per score in the softmax; used
-    when softmax_scale > 0; off, not timed) and the tile options ``block_n``, ``num_warps``,
+    when softmax_scale > 0; default: on with gluon_pipe unless gluon_bias_early is set, the relbias-gluon-3 sweep) and the tile options ``block_n``, ``num_warps``,
     ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
