@@ -34,9 +34,9 @@ KERNEL_PATHS = {
          "implemented"),
         ("forward in Gluon for sm_90 (the dispatched prefill path there for contiguous bf16 / fp16 k, v at D 64 / 128; "
          "TMA key / value ring, one warpgroup of 64 rows, warpgroup MMAs, the value product overlapped with the next "
-         "tile's softmax; gated on the H200 at 235b005): 1.15-1.37x faster than the Triton kernel; prefill 8K 2549 us, "
-         "2.27x faster than FlexAttention score_mod, 1.47x cuDNN without bias (the 1.15x target is not met); window "
-         "and varlen 0.88x / 0.90x FlexAttention without bias", "implemented"),
+         "tile's softmax, the bias starting the score product; gated on the H200 at aac31d0): 1.08-1.39x faster than "
+         "the Triton kernel; prefill 8K 2513 us, 2.33x faster than FlexAttention score_mod, 1.43x cuDNN without bias "
+         "(the 1.15x target is not met); window and varlen 0.87x / 0.89x FlexAttention without bias", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),
