@@ -35,6 +35,17 @@ def test_gluon_tile_rule_and_its_errors():
             gluon_fwd_config(128, pipe=False, **kw)
     with pytest.raises(ValueError, match="gluon_bias_acc: .* gluon_bias_early"):
         gluon_fwd_config(128, bias_acc=True, bias_early=True)
+    # the warp-specialized kernel: 128 rows a program, consumer warpgroups of 4 warps, the overlapped schedule only
+    assert gluon_fwd_config(128, ws=True).block_m == 128 and gluon_fwd_config(64, ws=True, pingpong=True).pingpong
+    with pytest.raises(ValueError, match=r"num_warps: .* \(gluon_ws\)"):
+        gluon_fwd_config(128, num_warps=8, ws=True)
+    for kw in (dict(pipe=False), dict(p_smem=True), dict(bias_early=True), dict(lazy_rescale=True)):
+        with pytest.raises(ValueError, match="gluon_ws: .* overlapped schedule only"):
+            gluon_fwd_config(128, ws=True, **kw)
+    with pytest.raises(ValueError, match="gluon_pingpong"):
+        gluon_fwd_config(128, pingpong=True)
+    with pytest.raises(ValueError, match="num_stages: .* shared memory"):
+        gluon_fwd_config(128, block_n=128, num_stages=3, ws=True)
     # bias_acc unset: the rule (relbias-gluon-3): on in the overlapped schedule, off without it or with bias_early
     assert c.bias_acc and not gluon_fwd_config(128, pipe=False).bias_acc
     assert not gluon_fwd_config(128, bias_early=True).bias_acc and not gluon_fwd_config(128, bias_acc=False).bias_acc
@@ -157,7 +168,11 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
                                   dict(gluon_lazy_rescale=True),
                                   dict(gluon_lazy_rescale=True, gluon_p_smem=True, gluon_bias_early=True),
                                   dict(gluon_bias_acc=True), dict(gluon_bias_acc=True, gluon_lazy_rescale=True),
-                                  dict(gluon_bias_acc=True, gluon_bias_gather=False, gluon_lazy_rescale=True)])
+                                  dict(gluon_bias_acc=True, gluon_bias_gather=False, gluon_lazy_rescale=True),
+                                  dict(gluon_ws=True), dict(gluon_ws=True, block_n=128),
+                                  dict(gluon_ws=True, gluon_pingpong=True),
+                                  dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_bias_acc=False),
+                                  dict(gluon_ws=True, num_stages=3, gluon_bias_gather=False)])
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), "cuda", 0)

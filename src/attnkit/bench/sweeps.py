@@ -387,6 +387,22 @@ SWEEPS["relbias-gluon-3"] = Sweep(
      ("diag-acc-lazy-nobias", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True,
                                    _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-ws"] = Sweep(
+    "relbias", "the warp-specialized Gluon forward kernel (gluon_ws: a TMA producer warp, two consumer warpgroups "
+    "of 64 rows sharing each key / value tile) against the rule (one warpgroup): 64- and 128-key tiles, with and "
+    "without the consumers taking turns (gluon_pingpong), 3 tiles at 64 keys, without bias_acc; the Triton kernel "
+    "for reference; diag-* computes wrong results by design (no bias)",
+    SWEEPS["relbias-gluon-2"].cases,
+    (("triton", {}),
+     ("rule", dict(gluon=None)),
+     ("ws-bn64", dict(gluon=True, gluon_ws=True)),
+     ("ws-bn64-s3", dict(gluon=True, gluon_ws=True, num_stages=3)),
+     ("ws-bn128", dict(gluon=True, gluon_ws=True, block_n=128)),
+     ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
+     ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128)),
+     ("ws-bn128-noacc", dict(gluon=True, gluon_ws=True, block_n=128, gluon_bias_acc=False)),
+     ("diag-ws-bn128-nobias", dict(gluon=True, gluon_ws=True, block_n=128, _perturb="bias-dropped"))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

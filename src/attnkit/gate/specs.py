@@ -142,6 +142,11 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
          "per score (gluon_bias_gather=False), on the same shapes"),
+        ("relbias/gluon_fwd_ws", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel (a TMA "
+         "producer warp, two consumer warpgroups sharing each key / value tile; gluon_ws), on the same shapes"),
+        ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128), "kernel: the "
+         "warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over 128-key tiles, "
+         "on the same shapes"),
         ("relbias/gluon_fwd_acc_lazy", dict(gluon_bias_acc=True, gluon_lazy_rescale=True), "kernel: the Gluon "
          "forward kernel with the bias starting the score product's accumulator (gluon_bias_acc) and lazy rescaling "
          "(gluon_lazy_rescale), on the same shapes"),

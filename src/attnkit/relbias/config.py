@@ -202,6 +202,15 @@ GLUON_BIAS_ACC = Switch("gluon_bias_acc", "ATTNKIT_RELBIAS_GLUON_BIAS_ACC", None
                         "multiply-add and an add (when softmax_scale > 0; else the bias is added as usual); default: "
                         "on with gluon_pipe and without gluon_bias_early (1-7 % faster on 5 of the 6 prefill cases, "
                         "5 % slower on chunks of 128: relbias-gluon-3 sweep)")
+GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", False,
+                  "Gluon forward kernel, warp-specialized (kernel_fwd_gluon_ws.py): a TMA producer warp and two "
+                  "consumer warpgroups of 64 query rows sharing each key / value tile (128 rows a program, as cuDNN "
+                  "and FlashAttention-3 on sm_90); with gluon_pipe, without gluon_p_smem, gluon_bias_early and "
+                  "gluon_lazy_rescale; not yet timed, so off")
+GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", False,
+                        "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
+                        "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
+                        "so one's softmax runs under the other's products; not yet timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -288,10 +297,12 @@ class GluonFwdConfig:
     p_smem: bool = False  # P to the value product through shared memory (gluon_p_smem)
     lazy_rescale: bool = False  # running maxima kept until they grow by 2^8 (gluon_lazy_rescale)
     bias_acc: bool = False  # the bias starts the score product's accumulator (gluon_bias_acc)
+    ws: bool = False  # warp-specialized: a producer warp, two consumer warpgroups (gluon_ws)
+    pingpong: bool = False  # the consumers take turns issuing their products (gluon_pingpong)
 
     @property
     def block_m(self) -> int:
-        return 16 * self.num_warps
+        return 2 * 64 if self.ws else 16 * self.num_warps
 
 
 GLUON_HEAD_DIMS = (64, 128)
@@ -317,11 +328,16 @@ GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room fo
 GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N, GLUON_FWD_STAGES = 4, 64, 2  # the tile rule (module docstring)
 
 
-def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None, num_stages: int | None) -> bool:
+GLUON_WS_MAXNREG = 168  # registers a thread at the warp-specialized kernel's entry: 12 warps x 32 x 168 fit 64K
+
+
+def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None, num_stages: int | None,
+                      ws: bool = False) -> bool:
     """Whether the tile options (block_n, num_warps, num_stages, shared with the Triton kernels) fit the Gluon
-    forward kernel: the rule leaves a tile it cannot run (block_n 16, one stage, ...) to the Triton kernel."""
+    forward kernel (ws: the warp-specialized one): the rule leaves a tile it cannot run (block_n 16, one stage, ...)
+    to the Triton kernel."""
     try:
-        gluon_fwd_config(head_dim, block_n, num_warps, num_stages)
+        gluon_fwd_config(head_dim, block_n, num_warps, num_stages, ws=ws)
     except ValueError:
         return False
     return True
@@ -330,12 +346,13 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
-                     bias_acc: bool | None = None) -> GluonFwdConfig:
+                     bias_acc: bool | None = None, ws: bool = False, pingpong: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
     num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
-    (relbias-gluon-3, module docstring)."""
+    (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
+    128 query rows a program); pingpong: its consumers take turns."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or GLUON_FWD_BLOCK_N
@@ -343,7 +360,19 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     stages = num_stages or GLUON_FWD_STAGES
     if stages < 2:
         raise ValueError(f"num_stages: the Gluon forward kernel's ring needs at least 2 tiles, got {stages}")
-    smem = 2 * head_dim * (16 * w + 2 * stages * bn) + (2 * 16 * w * bn if p_smem else 0)  # Q, the ring (and P)
+    if pingpong and not ws:
+        raise ValueError("gluon_pingpong: the turns of the warp-specialized kernel's two consumers (gluon_ws)")
+    if ws:
+        if w != 4:
+            raise ValueError(f"num_warps: the warp-specialized Gluon kernel (gluon_ws) runs consumer warpgroups of 4 "
+                             f"warps, got {w}")
+        for flag, name in ((not pipe, "gluon_pipe=False"), (p_smem, "gluon_p_smem"), (bias_early, "gluon_bias_early"),
+                           (lazy_rescale, "gluon_lazy_rescale")):
+            if flag:
+                raise ValueError(f"gluon_ws: the warp-specialized kernel runs the overlapped schedule only; {name} "
+                                 "is not available with it")
+    rows = 128 if ws else 16 * w
+    smem = 2 * head_dim * (rows + 2 * stages * bn) + (2 * 16 * w * bn if p_smem else 0)  # Q, the ring (and P)
     if smem > GLUON_SMEM_LIMIT:
         raise ValueError(f"num_stages: {stages} tiles of {bn} keys at D {head_dim} need {smem // 1024} KB of shared "
                          f"memory, over the {GLUON_SMEM_LIMIT // 1024} KB a Hopper program may use")
@@ -361,7 +390,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_acc: builds each tile's bias before its score product, so gluon_bias_early "
                          "(before the scores are waited for) does not apply; set one of the two")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
-                          bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc)
+                          bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
+                          ws=ws, pingpong=pingpong)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

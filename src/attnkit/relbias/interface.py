@@ -13,8 +13,8 @@ from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
-                     GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM,
-                     GLUON_HEAD_DIMS, GLUON_PIPE, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, gluon_fwd_rule,
+                     GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PINGPONG, GLUON_WS,
+                     GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, gluon_fwd_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
@@ -127,8 +127,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
-                      gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None,
-                      fp8_f16_cvt=None,
+                      gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
+                      gluon_pingpong=None, fp8_f16_cvt=None,
                       _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -159,7 +159,10 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     stays in flight during the softmax; off: slower), ``gluon_lazy_rescale`` (running maxima kept until they
     grow by 2^8, the accumulator rescaled only when one moved; off: slower), ``gluon_bias_acc`` (each tile's bias
     over softmax_scale starts the score product's accumulator, one fused multiply-add per score in the softmax; used
-    when softmax_scale > 0; default: on with gluon_pipe unless gluon_bias_early is set, the relbias-gluon-3 sweep) and the tile options ``block_n``, ``num_warps``,
+    when softmax_scale > 0; default: on with gluon_pipe unless gluon_bias_early is set, the relbias-gluon-3 sweep),
+    ``gluon_ws`` (the warp-specialized Gluon kernel: a TMA producer warp, two consumer warpgroups of 64 rows sharing
+    each key / value tile; off, not timed) with ``gluon_pingpong`` (its consumers take turns issuing their products;
+    off, not timed) and the tile options ``block_n``, ``num_warps``,
     ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
@@ -178,6 +181,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ggather = GLUON_BIAS_GATHER.resolve(gluon_bias_gather)
     gearly, gpsmem = GLUON_BIAS_EARLY.resolve(gluon_bias_early), GLUON_P_SMEM.resolve(gluon_p_smem)
     glazy, gacc = GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale), GLUON_BIAS_ACC.resolve(gluon_bias_acc)
+    gws, gpp = GLUON_WS.resolve(gluon_ws), GLUON_PINGPONG.resolve(gluon_pingpong)
     f16_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
@@ -190,7 +194,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         kv = (k_cache, v_cache) if paged else (k, v)
         triton_options = (bm_opt is not None or split is not None or prefetch or strip is not None or tma
                           or not fast or not _masked_strip
-                          or not gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"]))
+                          or not gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], bool(gws)))
         use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
                                    all(_gluon_layout_ok(t, D) for t in kv), triton_options)
     if max_seqlen_q is None:
@@ -227,7 +231,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         return out, lse
     if use_gluon:
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
-                                gpsmem, glazy, gacc)
+                                gpsmem, glazy, gacc, gws, gpp)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
                    _perturb, gcfg, heavy)
         return out, lse
@@ -285,6 +289,16 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
     k_desc, v_desc = (TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [cfg.block_n, D], KV_LAYOUT)
                       for t in (k, v))
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
+    if cfg.ws:
+        from .kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel
+        relbias_fwd_gluon_ws_kernel[grid](
+            q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0,
+            q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0),
+            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
+            CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, GATHER=cfg.bias_gather,
+            ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong, num_warps=4, maxnreg=GLUON_WS_MAXNREG,
+        )
+        return
     relbias_fwd_gluon_kernel[grid](
         q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0),

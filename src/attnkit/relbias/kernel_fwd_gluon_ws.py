@@ -1,0 +1,323 @@
+"""relbias forward kernel for Hopper (sm_90) in Gluon, warp-specialized: a TMA producer warp and two consumer
+warpgroups that share every key / value tile.
+
+Computes   what kernel_fwd_gluon.relbias_fwd_gluon_kernel computes (and its Triton twin kernel_fwd.relbias_fwd_kernel:
+           same output, LSE, bias, masks and perturbations) for contiguous varlen k, v in q's dtype (bf16 or fp16).
+Why        the one-warpgroup Gluon kernel leaves the SM's tensor pipe 46 % busy at prefill 8K where cuDNN keeps it 70 %
+           busy (benchmarks/experiments/ncu-h200-aac31d0/): each 64-row program re-reads every key and value tile
+           (L2 throughput 66 %) and one warpgroup's softmax and bias gather stall its own products. cuDNN's and
+           FlashAttention-3's schedule: one producer warp issues the TMA loads, two consumer warpgroups of 64 query
+           rows each read the same tiles from a ring, and the warp scheduler runs one warpgroup's softmax while the
+           other's products run.
+Schedule   program = 128 query rows of one (sequence, query head): consumer c takes rows 64c .. 64c + 63. The
+           producer walks the union of the two consumers' key ranges (tiles lo .. lo + kt BLOCK_N), each tile into a
+           ring slot of STAGES, and waits for a slot's "empty" barrier (both consumers arrive) before refilling it.
+           Each consumer runs the overlapped step of the one-warpgroup kernel (tile j's scores and softmax while
+           P_{j-1} V_{j-1} runs; the bias from each tile's strip, ACC: starting the score product's accumulator) over
+           its own tiles, and on the tiles of the union it does not need (the other warpgroup's diagonal or window
+           edge) waits for them and releases them unread. PINGPONG: the two consumers take turns issuing their
+           products (an mbarrier pair; FlashAttention-3's warp-scheduler barrier), so one's softmax runs under the
+           other's products.
+Registers  the producer warp 24, the second consumer warpgroup 240, the first what is left of maxnreg x 12 warps
+           (the launcher passes maxnreg 168: 168 x 3 warpgroups - 240 - 24 = 240).
+Contract   as kernel_fwd_gluon (the same descriptors, table, out, LSE); HEAD_DIM 64 or 128; BLOCK_N 64 or 128.
+Runs       CUDA sm_90 only (Gluon has no interpreter): gate "relbias/gluon_fwd_ws", tests/test_relbias_gluon.py.
+PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window off by one, 4 GQA group mixed up.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from .kernel_fwd_gluon import LN2, LOG2E, _softmax, _tile_bias, _tile_scores
+
+WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
+WG_WARPS: gl.constexpr = gl.constexpr(4)
+
+
+@gluon.jit
+def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, krow, col, kt, BLOCK_N: gl.constexpr,
+                 D: gl.constexpr, STAGES: gl.constexpr):
+    """The producer warp: tile j of the union into slot j % STAGES, once both consumers released the slot's last
+    tile (a fresh barrier counts as released: the wait on the opposite parity passes)."""
+    nbytes: gl.constexpr = BLOCK_N * D * K_DESC.dtype.primitive_bitwidth // 8
+    for j in range(kt):
+        slot = j % STAGES
+        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
+        row = krow + j * BLOCK_N
+        mbarrier.expect(kbar.index(slot), nbytes)
+        tma.async_copy_global_to_shared(K_DESC, [row, col], kbar.index(slot), k_smem.index(slot))
+        mbarrier.expect(vbar.index(slot), nbytes)
+        tma.async_copy_global_to_shared(V_DESC, [row, col], vbar.index(slot), v_smem.index(slot))
+
+
+@gluon.jit
+def _ws_release(j0, j1, kbar, vbar, empty, STAGES: gl.constexpr):
+    """Tiles j0 .. j1 - 1 of the union, which this consumer does not need: waited for (so a slot is never refilled
+    while its copy runs) and released unread."""
+    for j in range(j0, j1):
+        slot = j % STAGES
+        phase = (j // STAGES) & 1
+        mbarrier.wait(kbar.index(slot), phase)
+        mbarrier.wait(vbar.index(slot), phase)
+        mbarrier.arrive(empty.index(slot), count=1)
+
+
+@gluon.jit
+def _ws_turn(turn, c: gl.constexpr, i, PINGPONG: gl.constexpr):
+    """PINGPONG: wait for this consumer's i-th turn to issue its products (consumer 0 first)."""
+    if PINGPONG:
+        mbarrier.wait(turn.index(c), i & 1)
+
+
+@gluon.jit
+def _ws_pass(turn, c: gl.constexpr, PINGPONG: gl.constexpr):
+    """PINGPONG: hand the turn to the other consumer."""
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - c), count=1)
+
+
+@gluon.jit
+def _ws_step(j, i, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
+             first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c: gl.constexpr, MASKED: gl.constexpr,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
+             PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
+             GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr):
+    """Union tile j (this consumer's i-th turn, i >= 1): S_j and P_{j-1} V_{j-1} issued, S_j waited, its softmax
+    while the value product runs; then tile j - 1's slot released to the producer."""
+    slot = j % STAGES
+    n0 = lo + j * BLOCK_N
+    base = first_pos - (n0 + BLOCK_N - 1) + shift
+    if ACC and PERTURB != 1:
+        s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul)
+    else:
+        s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
+    pslot = (j - 1) % STAGES
+    mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
+    mbarrier.wait(vbar.index(pslot), ((j - 1) // STAGES) & 1)
+    _ws_turn(turn, c, i, PINGPONG)
+    s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1,
+                          is_async=True)
+    acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
+    _ws_pass(turn, c, PINGPONG)
+    s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
+    s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, WG_ROWS, BLOCK_N,
+                     HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
+    m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
+    acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
+    mbarrier.arrive(empty.index(pslot), count=1)  # tile j - 1 read by both of this consumer's products
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+    p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
+    return m_i, l_i, acc, p_prev
+
+
+@gluon.jit
+def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start,
+                 seqlen_q, k_start, seqlen_k, m_base, lo, kt, kt_other_turns, h, win, sm_scale, E,
+                 stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+                 HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
+                 CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
+                 PINGPONG: gl.constexpr):
+    """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union, then out and LSE."""
+    D: gl.constexpr = HEAD_DIM
+    dtype: gl.constexpr = Q.dtype.element_ty
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WG_WARPS, 1],
+                                                  instr_shape=[16, BLOCK_N, 16])
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WG_WARPS, 1], instr_shape=[16, D, 16])
+    p_l: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=2)
+    q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // D, D // 8], [WG_WARPS, 1], [1, 0])
+    strip_l: gl.constexpr = gl.BlockedLayout([1], [32], [WG_WARPS], [0])
+    m0 = m_base + c * WG_ROWS
+
+    # ---- this warpgroup's Q [64, D] into its shared buffer (rows past the sequence's queries are zeros)
+    rq = gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, q_ld))
+    dq = gl.arange(0, D, layout=gl.SliceLayout(0, q_ld))
+    rq_ok = (m0 + rq) < seqlen_q
+    q = gl.load(Q + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_qt + h * stride_qh + dq[None, :],
+                mask=rq_ok[:, None] & (dq[None, :] >= 0), other=0.0)
+    q_smem = q_all.index(c)
+    q_smem.store(q)
+    fence_async_shared()
+    gl.thread_barrier()  # this partition's warps: every row of Q in place before the products read it
+
+    # ---- this warpgroup's tiles of the union: [js, je); masked [js, ja), interior [ja, jb), masked [jb, je)
+    first_pos = seqlen_k - seqlen_q + m0
+    last_pos = first_pos + WG_ROWS - 1
+    hi = gl.minimum(seqlen_k, last_pos + 1)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    my_lo = lo
+    if HAS_WINDOW:
+        my_lo = gl.maximum(lo, first_pos - win + 1)
+    js = gl.minimum((my_lo - lo) // BLOCK_N, kt)
+    je = gl.minimum(gl.maximum(gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N), js), kt)
+    full = m0 + WG_ROWS <= seqlen_q
+    ja = js
+    if HAS_WINDOW:
+        ja = gl.cdiv(gl.maximum(last_pos - win + 1 - lo, 0), BLOCK_N)
+    jb = gl.where(first_pos - BLOCK_N + 1 - lo >= 0, (first_pos - BLOCK_N + 1 - lo) // BLOCK_N + 1, 0)
+    ja = gl.where(full, gl.minimum(gl.maximum(ja, js), je), je)
+    jb = gl.where(full, gl.minimum(gl.maximum(jb, ja), je), je)
+    rows_s = gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, s_l))
+    full_rows = (m0 + rows_s) < seqlen_q
+    tab = TABLE + h * E
+    shift = 0
+    if PERTURB == 2:
+        shift = BLOCK_N
+    qk_scale = sm_scale * LOG2E
+    bias_mul = 1.0 / sm_scale  # ACC (the host passes softmax_scale > 0)
+
+    _ws_release(0, js, kbar, vbar, empty, STAGES)
+    m_i = gl.full([WG_ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_l))
+    l_i = gl.zeros([WG_ROWS], gl.float32, layout=gl.SliceLayout(1, s_l))
+    acc = gl.zeros([WG_ROWS, D], gl.float32, layout=o_l)
+    p_prev = gl.zeros([WG_ROWS, BLOCK_N], dtype, layout=p_l)
+    if je > js:  # tile js: its scores and softmax (its value product runs in the next step)
+        base = first_pos - (lo + js * BLOCK_N + BLOCK_N - 1) + shift
+        if ACC and PERTURB != 1:
+            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul)
+        else:
+            s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
+        mbarrier.wait(kbar.index(js % STAGES), (js // STAGES) & 1)
+        _ws_turn(turn, c, 0, PINGPONG)
+        s = warpgroup_mma(q_smem, k_smem.index(js % STAGES).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1)
+        _ws_pass(turn, c, PINGPONG)
+        s = _tile_scores(s, tab, base, E, lo + js * BLOCK_N, first_pos, seqlen_k, win, full_rows, qk_scale, True,
+                         WG_ROWS, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
+        m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
+        p_prev = gl.convert_layout(p.to(dtype), p_l)
+    j1 = gl.maximum(ja, js + 1)
+    j2 = gl.maximum(jb, js + 1)
+    for j in range(js + 1, j1):
+        m_i, l_i, acc, p_prev = _ws_step(j, j - js, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+                                         p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
+                                         bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
+                                         p_l, strip_l, GATHER, ACC, PINGPONG)
+    for j in range(j1, j2):
+        m_i, l_i, acc, p_prev = _ws_step(j, j - js, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+                                         p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
+                                         bias_mul, c, False, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
+                                         p_l, strip_l, GATHER, ACC, PINGPONG)
+    for j in range(j2, je):
+        m_i, l_i, acc, p_prev = _ws_step(j, j - js, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+                                         p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
+                                         bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
+                                         p_l, strip_l, GATHER, ACC, PINGPONG)
+    if je > js:  # the last tile's value product, then its slot released
+        lslot = (je - 1) % STAGES
+        mbarrier.wait(vbar.index(lslot), ((je - 1) // STAGES) & 1)
+        acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
+        mbarrier.arrive(empty.index(lslot), count=1)
+    _ws_release(je, kt, kbar, vbar, empty, STAGES)
+    if PINGPONG:  # the other consumer takes more turns than this one: keep passing them on
+        for i in range(je - js, kt_other_turns):
+            _ws_turn(turn, c, i, PINGPONG)
+            _ws_pass(turn, c, PINGPONG)
+
+    # ---- epilogue: out = acc / l (0 for a row that saw no key), LSE in natural log
+    nonempty = l_i > 0
+    den = gl.where(nonempty, l_i, 1.0)
+    o = acc / gl.convert_layout(den, gl.SliceLayout(1, o_l))[:, None]
+    o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, o_l))[:, None], o, 0.0)
+    o = gl.convert_layout(o.to(OUT.dtype.element_ty), q_ld)
+    gl.store(OUT + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_ot + h * stride_oh + dq[None, :], o,
+             mask=rq_ok[:, None] & (dq[None, :] >= 0))
+    lse = gl.where(nonempty, (m_i + gl.log2(den)) * LN2, float("-inf"))
+    gl.store(LSE + (q_start.to(gl.int64) + m0 + rows_s) * stride_lt + h, lse, mask=full_rows)
+
+
+@gluon.jit
+def _wg_turns(seqlen_q, seqlen_k, m0, lo, kt, win, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr):
+    """How many tiles of the union the consumer with rows m0 .. m0 + 63 computes (its turns): as _ws_consumer."""
+    first_pos = seqlen_k - seqlen_q + m0
+    hi = gl.minimum(seqlen_k, first_pos + WG_ROWS)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    my_lo = lo
+    if HAS_WINDOW:
+        my_lo = gl.maximum(lo, first_pos - win + 1)
+    js = gl.minimum((my_lo - lo) // BLOCK_N, kt)
+    je = gl.minimum(gl.maximum(gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N), js), kt)
+    return je - js
+
+
+@gluon.jit
+def relbias_fwd_gluon_ws_kernel(
+    Q, K_DESC, V_DESC, TABLE, OUT, LSE, CU_Q, CU_K,
+    sm_scale, E, window,
+    stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+    HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
+    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False,
+):
+    BLOCK_M: gl.constexpr = 2 * WG_ROWS
+    D: gl.constexpr = HEAD_DIM
+    gl.static_assert(gl.num_warps() == WG_WARPS, "launched with num_warps 4 (the first consumer warpgroup)")
+    gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
+    gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    dtype: gl.constexpr = Q.dtype.element_ty
+    q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
+    kv_sl: gl.constexpr = K_DESC.layout
+
+    if HEAVY_FIRST:  # the last query blocks see the most keys: launched first (a shorter tail)
+        pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
+    else:
+        pid_m = gl.program_id(0)
+    b = gl.program_id(1)
+    h = gl.program_id(2)
+    if PERTURB == 4:
+        g = (h // GROUP + 1) % (HQ // GROUP)
+    else:
+        g = h // GROUP
+    q_start = gl.load(CU_Q + b)
+    seqlen_q = gl.load(CU_Q + b + 1) - q_start
+    k_start = gl.load(CU_K + b)
+    seqlen_k = gl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+    m0 = pid_m * BLOCK_M
+
+    # ---- the union of the two warpgroups' key ranges: causal upper end of the block, window lower end of its first
+    # row (tiles outside both are never loaded)
+    first_pos = seqlen_k - seqlen_q + m0
+    last_pos = first_pos + BLOCK_M - 1
+    hi = gl.minimum(seqlen_k, last_pos + 1)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    lo = 0
+    if HAS_WINDOW:
+        lo = gl.maximum(0, first_pos - win + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    turns0 = _wg_turns(seqlen_q, seqlen_k, m0, lo, kt, win, BLOCK_N, HAS_WINDOW)
+    turns1 = _wg_turns(seqlen_q, seqlen_k, m0 + WG_ROWS, lo, kt, win, BLOCK_N, HAS_WINDOW)
+
+    q_all = gl.allocate_shared_memory(dtype, [2, WG_ROWS, D], q_sl)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
+    kbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    vbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(kbar.index(i), count=1)
+        mbarrier.init(vbar.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)  # both consumers release each tile
+    mbarrier.init(turn.index(0), count=1)
+    mbarrier.init(turn.index(1), count=1)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(0), count=1)  # consumer 0 takes the first turn
+    fence_async_shared()
+
+    gl.warp_specialize([
+        (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
+                        k_start, seqlen_k, m0, lo, kt, turns1, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                        stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
+                        PINGPONG)),
+        (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
+                        k_start, seqlen_k, m0, lo, kt, turns0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                        stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
+                        PINGPONG)),
+        (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, BLOCK_N, D,
+                        STAGES)),
+    ], [4, 1], [240, 24])
