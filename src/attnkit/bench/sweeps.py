@@ -403,6 +403,20 @@ SWEEPS["relbias-gluon-ws"] = Sweep(
      ("ws-bn128-noacc", dict(gluon=True, gluon_ws=True, block_n=128, gluon_bias_acc=False)),
      ("diag-ws-bn128-nobias", dict(gluon=True, gluon_ws=True, block_n=128, _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-ws-2"] = Sweep(
+    "relbias", "the warp-specialized Gluon forward kernel at 64- and 128-key tiles, and with its consumers' turns "
+    "taken one per union tile (gluon_pingpong after its deadlock fix), against the rule, on the six prefill cases",
+    SWEEPS["relbias-gluon-2"].cases,
+    (("rule", dict(gluon=None)),
+     ("ws-bn64", dict(gluon=True, gluon_ws=True)),
+     ("ws-bn128", dict(gluon=True, gluon_ws=True, block_n=128)),
+     ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
+     ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128))))
+
+SWEEPS["relbias-gluon-ws-2-nopp"] = Sweep(
+    "relbias", "relbias-gluon-ws-2 without the turn-taking settings", SWEEPS["relbias-gluon-ws-2"].cases,
+    SWEEPS["relbias-gluon-ws-2"].settings[:3])
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

@@ -17,7 +17,9 @@ Schedule   program = 128 query rows of one (sequence, query head): consumer c ta
            its own tiles, and on the tiles of the union it does not need (the other warpgroup's diagonal or window
            edge) waits for them and releases them unread. PINGPONG: the two consumers take turns issuing their
            products (an mbarrier pair; FlashAttention-3's warp-scheduler barrier), so one's softmax runs under the
-           other's products.
+           other's products: one turn per union tile for each consumer, in tile order, taken also on the tiles it
+           releases unread (turns counted per consumer's own tiles deadlock once one consumer skips more tiles than
+           the ring holds, as a block whose second half has no query rows does).
 Registers  the producer warp 24, the second consumer warpgroup 240, the first what is left of maxnreg x 12 warps
            (the launcher passes maxnreg 168: 168 x 3 warpgroups - 240 - 24 = 240).
 Contract   as kernel_fwd_gluon (the same descriptors, table, out, LSE); HEAD_DIM 64 or 128; BLOCK_N 64 or 128.
@@ -53,20 +55,24 @@ def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, krow, col, k
 
 
 @gluon.jit
-def _ws_release(j0, j1, kbar, vbar, empty, STAGES: gl.constexpr):
+def _ws_release(j0, j1, kbar, vbar, empty, turn, c: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
     """Tiles j0 .. j1 - 1 of the union, which this consumer does not need: waited for (so a slot is never refilled
-    while its copy runs) and released unread."""
+    while its copy runs) and released unread; with PINGPONG each still takes its turn (tile j is every consumer's
+    turn j, so neither waits for a turn behind a tile the other has not released: no deadlock)."""
     for j in range(j0, j1):
         slot = j % STAGES
         phase = (j // STAGES) & 1
         mbarrier.wait(kbar.index(slot), phase)
         mbarrier.wait(vbar.index(slot), phase)
+        _ws_turn(turn, c, j, PINGPONG)
         mbarrier.arrive(empty.index(slot), count=1)
+        _ws_pass(turn, c, PINGPONG)
 
 
 @gluon.jit
 def _ws_turn(turn, c: gl.constexpr, i, PINGPONG: gl.constexpr):
-    """PINGPONG: wait for this consumer's i-th turn to issue its products (consumer 0 first)."""
+    """PINGPONG: wait for this consumer's turn i (union tile i) to issue its products (consumer 0 first). Both
+    consumers take one turn per union tile, in tile order, computed or released unread."""
     if PINGPONG:
         mbarrier.wait(turn.index(c), i & 1)
 
@@ -79,12 +85,12 @@ def _ws_pass(turn, c: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _ws_step(j, i, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
+def _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
              first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c: gl.constexpr, MASKED: gl.constexpr,
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
              GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr):
-    """Union tile j (this consumer's i-th turn, i >= 1): S_j and P_{j-1} V_{j-1} issued, S_j waited, its softmax
+    """Union tile j (this consumer's turn j; not its first tile): S_j and P_{j-1} V_{j-1} issued, S_j waited, its softmax
     while the value product runs; then tile j - 1's slot released to the producer."""
     slot = j % STAGES
     n0 = lo + j * BLOCK_N
@@ -96,7 +102,7 @@ def _ws_step(j, i, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, ac
     pslot = (j - 1) % STAGES
     mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
     mbarrier.wait(vbar.index(pslot), ((j - 1) // STAGES) & 1)
-    _ws_turn(turn, c, i, PINGPONG)
+    _ws_turn(turn, c, j, PINGPONG)
     s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1,
                           is_async=True)
     acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
@@ -114,7 +120,7 @@ def _ws_step(j, i, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, ac
 
 @gluon.jit
 def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start,
-                 seqlen_q, k_start, seqlen_k, m_base, lo, kt, kt_other_turns, h, win, sm_scale, E,
+                 seqlen_q, k_start, seqlen_k, m_base, lo, kt, h, win, sm_scale, E,
                  stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
@@ -167,7 +173,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     qk_scale = sm_scale * LOG2E
     bias_mul = 1.0 / sm_scale  # ACC (the host passes softmax_scale > 0)
 
-    _ws_release(0, js, kbar, vbar, empty, STAGES)
+    _ws_release(0, js, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
     m_i = gl.full([WG_ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_l))
     l_i = gl.zeros([WG_ROWS], gl.float32, layout=gl.SliceLayout(1, s_l))
     acc = gl.zeros([WG_ROWS, D], gl.float32, layout=o_l)
@@ -179,7 +185,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
         else:
             s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
         mbarrier.wait(kbar.index(js % STAGES), (js // STAGES) & 1)
-        _ws_turn(turn, c, 0, PINGPONG)
+        _ws_turn(turn, c, js, PINGPONG)
         s = warpgroup_mma(q_smem, k_smem.index(js % STAGES).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1)
         _ws_pass(turn, c, PINGPONG)
         s = _tile_scores(s, tab, base, E, lo + js * BLOCK_N, first_pos, seqlen_k, win, full_rows, qk_scale, True,
@@ -189,17 +195,17 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     j1 = gl.maximum(ja, js + 1)
     j2 = gl.maximum(jb, js + 1)
     for j in range(js + 1, j1):
-        m_i, l_i, acc, p_prev = _ws_step(j, j - js, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
                                          p_l, strip_l, GATHER, ACC, PINGPONG)
     for j in range(j1, j2):
-        m_i, l_i, acc, p_prev = _ws_step(j, j - js, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, False, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
                                          p_l, strip_l, GATHER, ACC, PINGPONG)
     for j in range(j2, je):
-        m_i, l_i, acc, p_prev = _ws_step(j, j - js, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
                                          p_l, strip_l, GATHER, ACC, PINGPONG)
@@ -208,11 +214,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
         mbarrier.wait(vbar.index(lslot), ((je - 1) // STAGES) & 1)
         acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
         mbarrier.arrive(empty.index(lslot), count=1)
-    _ws_release(je, kt, kbar, vbar, empty, STAGES)
-    if PINGPONG:  # the other consumer takes more turns than this one: keep passing them on
-        for i in range(je - js, kt_other_turns):
-            _ws_turn(turn, c, i, PINGPONG)
-            _ws_pass(turn, c, PINGPONG)
+    _ws_release(je, kt, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
 
     # ---- epilogue: out = acc / l (0 for a row that saw no key), LSE in natural log
     nonempty = l_i > 0
@@ -224,20 +226,6 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
              mask=rq_ok[:, None] & (dq[None, :] >= 0))
     lse = gl.where(nonempty, (m_i + gl.log2(den)) * LN2, float("-inf"))
     gl.store(LSE + (q_start.to(gl.int64) + m0 + rows_s) * stride_lt + h, lse, mask=full_rows)
-
-
-@gluon.jit
-def _wg_turns(seqlen_q, seqlen_k, m0, lo, kt, win, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr):
-    """How many tiles of the union the consumer with rows m0 .. m0 + 63 computes (its turns): as _ws_consumer."""
-    first_pos = seqlen_k - seqlen_q + m0
-    hi = gl.minimum(seqlen_k, first_pos + WG_ROWS)
-    hi = gl.where(m0 < seqlen_q, hi, 0)
-    my_lo = lo
-    if HAS_WINDOW:
-        my_lo = gl.maximum(lo, first_pos - win + 1)
-    js = gl.minimum((my_lo - lo) // BLOCK_N, kt)
-    je = gl.minimum(gl.maximum(gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N), js), kt)
-    return je - js
 
 
 @gluon.jit
@@ -289,8 +277,6 @@ def relbias_fwd_gluon_ws_kernel(
         lo = gl.maximum(0, first_pos - win + 1)
         lo = (lo // BLOCK_N) * BLOCK_N
     kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
-    turns0 = _wg_turns(seqlen_q, seqlen_k, m0, lo, kt, win, BLOCK_N, HAS_WINDOW)
-    turns1 = _wg_turns(seqlen_q, seqlen_k, m0 + WG_ROWS, lo, kt, win, BLOCK_N, HAS_WINDOW)
 
     q_all = gl.allocate_shared_memory(dtype, [2, WG_ROWS, D], q_sl)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
@@ -311,11 +297,11 @@ def relbias_fwd_gluon_ws_kernel(
 
     gl.warp_specialize([
         (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
-                        k_start, seqlen_k, m0, lo, kt, turns1, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                        k_start, seqlen_k, m0, lo, kt, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
                         PINGPONG)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
-                        k_start, seqlen_k, m0, lo, kt, turns0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                        k_start, seqlen_k, m0, lo, kt, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
                         PINGPONG)),
         (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, BLOCK_N, D,
