@@ -98,6 +98,33 @@ def test_the_rule_picks_gluon_only_where_it_can(monkeypatch, device):
     assert calls[-1] == "triton"
 
 
+def test_the_warp_specialized_rule():
+    """gluon_ws_rule: D 128, no window, at least 128 query rows, at least 4096 keys per sequence on average (the
+    relbias-gluon-ws sweeps); and as dispatched (launch configs recorded, not run): the rule's choice, an explicit
+    gluon_ws either way, and the one-warpgroup kernel where an option the warp-specialized one lacks is set."""
+    from attnkit.relbias.config import gluon_ws_rule
+    assert gluon_ws_rule(128, None, 8192, 8192) and gluon_ws_rule(128, None, 128, 8192)
+    assert not gluon_ws_rule(128, 1024, 8192, 8192) and not gluon_ws_rule(64, None, 8192, 8192)
+    assert not gluon_ws_rule(128, None, 48, 8192) and not gluon_ws_rule(128, None, 4096, 1128)
+
+
+def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, device):
+    import attnkit._runtime as rt
+    from attnkit.relbias import config, interface
+    cfgs = []
+    monkeypatch.setattr(rt, "gluon_runs", lambda device: True)
+    monkeypatch.setattr(interface, "_gluon_fwd", lambda *a: cfgs.append(a[-2]))
+    monkeypatch.setattr(config, "GLUON_WS_MIN_MEAN_KEYS", 64)  # the small test shape counts as long
+    inp = make_inputs(shapes.get("relbias-prefill-s1023"), device, 0)
+    for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
+                   (dict(num_warps=8), False), (dict(gluon_pingpong=True), True)):
+        relbias_kernel_call(inp, force="fwd", **kw)
+        assert cfgs.pop().ws == ws, kw
+    assert cfgs == []
+    relbias_kernel_call(inp, force="fwd")
+    assert cfgs.pop().block_n == 128  # its key tile
+
+
 def test_the_rule_runs_gluon_on_sm90():
     """On an sm_90 GPU the default prefill is the Gluon kernel's result, bit for bit."""
     from attnkit._runtime import gluon_runs

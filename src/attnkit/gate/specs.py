@@ -142,10 +142,12 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_nopipe", dict(gluon_pipe=False, gluon_bias_gather=False), "kernel: the Gluon forward "
          "kernel without the overlap (gluon_pipe=False: both products synchronous) and with one cached table load "
          "per score (gluon_bias_gather=False), on the same shapes"),
-        ("relbias/gluon_fwd_ws", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel (a TMA "
-         "producer warp, two consumer warpgroups sharing each key / value tile; gluon_ws), on the same shapes"),
-        ("relbias/gluon_fwd_ws_bn128", dict(gluon_ws=True, block_n=128), "kernel: the warp-specialized Gluon "
-         "forward kernel over 128-key tiles, on the same shapes"),
+        ("relbias/gluon_fwd_ws", dict(gluon_ws=True, block_n=64), "kernel: the warp-specialized Gluon forward "
+         "kernel (a TMA producer warp, two consumer warpgroups sharing each key / value tile; gluon_ws) over 64-key "
+         "tiles, on the same shapes"),
+        ("relbias/gluon_fwd_ws_bn128", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel over "
+         "its default 128-key tiles (dispatched by gluon_ws_rule on sm_90 for long global sequences at D 128), on "
+         "the same shapes"),
         ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128), "kernel: the "
          "warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over 128-key tiles, "
          "on the same shapes"),

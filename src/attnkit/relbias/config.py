@@ -202,15 +202,16 @@ GLUON_BIAS_ACC = Switch("gluon_bias_acc", "ATTNKIT_RELBIAS_GLUON_BIAS_ACC", None
                         "multiply-add and an add (when softmax_scale > 0; else the bias is added as usual); default: "
                         "on with gluon_pipe and without gluon_bias_early (1-7 % faster on 5 of the 6 prefill cases, "
                         "5 % slower on chunks of 128: relbias-gluon-3 sweep)")
-GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", False,
+GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
                   "Gluon forward kernel, warp-specialized (kernel_fwd_gluon_ws.py): a TMA producer warp and two "
                   "consumer warpgroups of 64 query rows sharing each key / value tile (128 rows a program, as cuDNN "
                   "and FlashAttention-3 on sm_90); with gluon_pipe, without gluon_p_smem, gluon_bias_early and "
-                  "gluon_lazy_rescale; not yet timed, so off")
+                  "gluon_lazy_rescale; default: the rule gluon_ws_rule (long global key ranges at D 128)")
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", False,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
-                        "so one's softmax runs under the other's products; not yet timed, so off")
+                        "so one's softmax runs under the other's products; off: 1-3 % slower at 128-key tiles, up to "
+                        "15 % at 64 (relbias-gluon-ws-2 sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -328,6 +329,22 @@ GLUON_SMEM_LIMIT = 220 * 1024  # of the 227 KB an sm_90 program may use, room fo
 GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N, GLUON_FWD_STAGES = 4, 64, 2  # the tile rule (module docstring)
 
 
+GLUON_WS_BLOCK_N = 128  # the warp-specialized kernel's key tile (relbias-gluon-ws sweeps: 13 % faster than 64 at 8K)
+GLUON_WS_MIN_ROWS = 128  # gluon_ws_rule: the longest query sequence fills both consumer warpgroups
+GLUON_WS_MIN_MEAN_KEYS = 4096  # gluon_ws_rule: keys per sequence (total_k / B), between the timed 1128 and 8192
+
+
+def gluon_ws_rule(head_dim: int, window, max_seqlen_q: int, mean_seqlen_k: float) -> bool:
+    """The warp-specialized Gluon kernel (gluon_ws unset) for global layers at D 128 whose sequences are long in
+    both directions: max_seqlen_q >= GLUON_WS_MIN_ROWS and total_k / B >= GLUON_WS_MIN_MEAN_KEYS. Evidence (H200,
+    `benchmarks/sweeps/h200-5911c34/sweep-relbias-gluon-ws.json` and `h200-9c5b237/sweep-relbias-gluon-ws-2.json`,
+    128-key tiles against the one-warpgroup rule): faster on prefill 8K global (2209 / 2557, 2241 / 2589 us) and on
+    8 chunks of 128 against 8K (615 / 687); slower with a window of 1024 (789 / 710), on the varlen batch whose
+    sequences average 1128 keys (1474 / 1193), at D 64 (1718 / 1596) and on chunks of 48 rows (659 / 427)."""
+    return (head_dim == 128 and window is None and max_seqlen_q >= GLUON_WS_MIN_ROWS
+            and mean_seqlen_k >= GLUON_WS_MIN_MEAN_KEYS)
+
+
 GLUON_WS_MAXNREG = 168  # registers a thread at the warp-specialized kernel's entry: 12 warps x 32 x 168 fit 64K
 
 
@@ -355,7 +372,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     128 query rows a program); pingpong: its consumers take turns."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
-    bn = _pow2("block_n", block_n, (64, 128)) or GLUON_FWD_BLOCK_N
+    bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
     w = _pow2("num_warps", num_warps, (4, 8)) or GLUON_FWD_WARPS
     stages = num_stages or GLUON_FWD_STAGES
     if stages < 2:

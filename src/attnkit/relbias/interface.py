@@ -14,7 +14,8 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PINGPONG, GLUON_WS,
-                     GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config, gluon_fwd_rule,
+                     GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
+                     gluon_fwd_rule, gluon_ws_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
@@ -230,6 +231,12 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
+        if gws is None and gpp:  # the turns are the warp-specialized kernel's
+            gws = True
+        if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
+            gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
+                   and gpipe and not (gpsmem or gearly or glazy)
+                   and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
                                 gpsmem, glazy, gacc, gws, gpp)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
