@@ -117,6 +117,69 @@ def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_sc
 
 
 @gluon.jit
+def _program_block(CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.constexpr, PERTURB: gl.constexpr,
+                   HEAVY_FIRST: gl.constexpr):
+    """This program's query block, sequence and head: (block index, sequence b, query head h, its KV head g, the
+    sequence's query start and length, key start and length, the window). PERTURB 4 mixes up the GQA group, 3
+    widens the window by one; HEAVY_FIRST launches the last query blocks (the most keys) first."""
+    if HEAVY_FIRST:  # the last query blocks see the most keys: launched first (a shorter tail)
+        pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
+    else:
+        pid_m = gl.program_id(0)
+    b = gl.program_id(1)
+    h = gl.program_id(2)
+    if PERTURB == 4:
+        g = (h // GROUP + 1) % (HQ // GROUP)
+    else:
+        g = h // GROUP
+    q_start = gl.load(CU_Q + b)
+    seqlen_q = gl.load(CU_Q + b + 1) - q_start
+    k_start = gl.load(CU_K + b)
+    seqlen_k = gl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+    return pid_m, h, g, q_start, seqlen_q, k_start, seqlen_k, win
+
+
+@gluon.jit
+def _key_range(m0, seqlen_q, seqlen_k, win, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr):
+    """The keys rows m0 .. m0 + ROWS - 1 of the sequence see: (first row's position, last row's, hi, lo rounded down
+    to a key tile, key tiles from lo): the causal upper end, the window's lower end (none past the queries)."""
+    first_pos = seqlen_k - seqlen_q + m0
+    last_pos = first_pos + ROWS - 1
+    hi = gl.minimum(seqlen_k, last_pos + 1)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    lo = 0
+    if HAS_WINDOW:
+        lo = gl.maximum(0, first_pos - win + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    return first_pos, last_pos, hi, lo, kt
+
+
+@gluon.jit
+def _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, stride_oh, stride_lt,
+               ROWS: gl.constexpr, D: gl.constexpr, o_l: gl.constexpr, s_l: gl.constexpr, q_ld: gl.constexpr):
+    """The epilogue for rows m0 .. m0 + ROWS - 1: out = acc / l (0 for a row that saw no key), LSE in natural log."""
+    rq = gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_ld))
+    dq = gl.arange(0, D, layout=gl.SliceLayout(0, q_ld))
+    rq_ok = (m0 + rq) < seqlen_q
+    rows_s = gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_l))
+    full_rows = (m0 + rows_s) < seqlen_q
+    nonempty = l_i > 0
+    den = gl.where(nonempty, l_i, 1.0)
+    o = acc / gl.convert_layout(den, gl.SliceLayout(1, o_l))[:, None]
+    o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, o_l))[:, None], o, 0.0)
+    o = gl.convert_layout(o.to(OUT.dtype.element_ty), q_ld)
+    gl.store(OUT + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_ot + h * stride_oh + dq[None, :], o,
+             mask=rq_ok[:, None] & (dq[None, :] >= 0))
+    lse = gl.where(nonempty, (m_i + gl.log2(den)) * LN2, float("-inf"))
+    gl.store(LSE + (q_start.to(gl.int64) + m0 + rows_s) * stride_lt + h, lse, mask=full_rows)
+
+
+@gluon.jit
 def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, qk_scale=None):
     """The online-softmax step for a score tile: (new max, p, new l, the accumulator's rescale factor). LAZY: a row
     keeps its running max unless the tile's exceeds it by more than LAZY_LOG2 (so p <= 2^LAZY_LOG2: no overflow), and
@@ -258,24 +321,8 @@ def relbias_fwd_gluon_kernel(
     q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
     kv_sl: gl.constexpr = K_DESC.layout
 
-    if HEAVY_FIRST:  # the last query blocks see the most keys: launched first (a shorter tail)
-        pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
-    else:
-        pid_m = gl.program_id(0)
-    b = gl.program_id(1)
-    h = gl.program_id(2)
-    if PERTURB == 4:
-        g = (h // GROUP + 1) % (HQ // GROUP)
-    else:
-        g = h // GROUP
-    q_start = gl.load(CU_Q + b)
-    seqlen_q = gl.load(CU_Q + b + 1) - q_start
-    k_start = gl.load(CU_K + b)
-    seqlen_k = gl.load(CU_K + b + 1) - k_start
-    if PERTURB == 3:
-        win = window + 1
-    else:
-        win = window
+    pid_m, h, g, q_start, seqlen_q, k_start, seqlen_k, win = _program_block(CU_Q, CU_K, window, HQ, GROUP, PERTURB,
+                                                                            HEAVY_FIRST)
     m0 = pid_m * BLOCK_M
 
     # ---- Q [BLOCK_M, D] into shared memory (rows past the sequence's queries are zeros)
@@ -297,15 +344,7 @@ def relbias_fwd_gluon_kernel(
     gl.thread_barrier()
 
     # ---- the key range: causal upper end, window lower end (tiles outside both are never visited)
-    first_pos = seqlen_k - seqlen_q + m0
-    last_pos = first_pos + BLOCK_M - 1
-    hi = gl.minimum(seqlen_k, last_pos + 1)
-    hi = gl.where(m0 < seqlen_q, hi, 0)
-    lo = 0
-    if HAS_WINDOW:
-        lo = gl.maximum(0, first_pos - win + 1)
-        lo = (lo // BLOCK_N) * BLOCK_N
-    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    first_pos, last_pos, hi, lo, kt = _key_range(m0, seqlen_q, seqlen_k, win, BLOCK_M, BLOCK_N, HAS_WINDOW)
     full = m0 + BLOCK_M <= seqlen_q  # every row of the block is a query of this sequence
     rows_s = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     full_rows = (m0 + rows_s) < seqlen_q
@@ -405,13 +444,5 @@ def relbias_fwd_gluon_kernel(
         mbarrier.invalidate(kbar.index(i))
         mbarrier.invalidate(vbar.index(i))
 
-    # ---- epilogue: out = acc / l (0 for a row that saw no key), LSE in natural log
-    nonempty = l_i > 0
-    den = gl.where(nonempty, l_i, 1.0)
-    o = acc / gl.convert_layout(den, gl.SliceLayout(1, o_l))[:, None]
-    o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, o_l))[:, None], o, 0.0)
-    o = gl.convert_layout(o.to(OUT.dtype.element_ty), q_ld)
-    gl.store(OUT + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_ot + h * stride_oh + dq[None, :], o,
-             mask=rq_ok[:, None] & (dq[None, :] >= 0))
-    lse = gl.where(nonempty, (m_i + gl.log2(den)) * LN2, float("-inf"))
-    gl.store(LSE + (q_start.to(gl.int64) + m0 + rows_s) * stride_lt + h, lse, mask=full_rows)
+    _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, stride_oh, stride_lt, BLOCK_M, D, o_l,
+               s_l, q_ld)

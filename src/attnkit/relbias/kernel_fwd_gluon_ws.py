@@ -32,7 +32,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from .kernel_fwd_gluon import LN2, LOG2E, _softmax, _tile_bias, _tile_scores
+from .kernel_fwd_gluon import LOG2E, _program_block, _softmax, _tile_bias, _tile_scores, _write_out
 
 WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
 WG_WARPS: gl.constexpr = gl.constexpr(4)
@@ -216,16 +216,8 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
         mbarrier.arrive(empty.index(lslot), count=1)
     _ws_release(je, kt, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
 
-    # ---- epilogue: out = acc / l (0 for a row that saw no key), LSE in natural log
-    nonempty = l_i > 0
-    den = gl.where(nonempty, l_i, 1.0)
-    o = acc / gl.convert_layout(den, gl.SliceLayout(1, o_l))[:, None]
-    o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, o_l))[:, None], o, 0.0)
-    o = gl.convert_layout(o.to(OUT.dtype.element_ty), q_ld)
-    gl.store(OUT + (q_start.to(gl.int64) + m0 + rq)[:, None] * stride_ot + h * stride_oh + dq[None, :], o,
-             mask=rq_ok[:, None] & (dq[None, :] >= 0))
-    lse = gl.where(nonempty, (m_i + gl.log2(den)) * LN2, float("-inf"))
-    gl.store(LSE + (q_start.to(gl.int64) + m0 + rows_s) * stride_lt + h, lse, mask=full_rows)
+    _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, stride_oh, stride_lt, WG_ROWS, D, o_l,
+               s_l, q_ld)
 
 
 @gluon.jit
@@ -246,24 +238,8 @@ def relbias_fwd_gluon_ws_kernel(
     q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
     kv_sl: gl.constexpr = K_DESC.layout
 
-    if HEAVY_FIRST:  # the last query blocks see the most keys: launched first (a shorter tail)
-        pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
-    else:
-        pid_m = gl.program_id(0)
-    b = gl.program_id(1)
-    h = gl.program_id(2)
-    if PERTURB == 4:
-        g = (h // GROUP + 1) % (HQ // GROUP)
-    else:
-        g = h // GROUP
-    q_start = gl.load(CU_Q + b)
-    seqlen_q = gl.load(CU_Q + b + 1) - q_start
-    k_start = gl.load(CU_K + b)
-    seqlen_k = gl.load(CU_K + b + 1) - k_start
-    if PERTURB == 3:
-        win = window + 1
-    else:
-        win = window
+    pid_m, h, g, q_start, seqlen_q, k_start, seqlen_k, win = _program_block(CU_Q, CU_K, window, HQ, GROUP, PERTURB,
+                                                                            HEAVY_FIRST)
     m0 = pid_m * BLOCK_M
 
     # ---- the union of the two warpgroups' key ranges: causal upper end of the block, window lower end of its first
