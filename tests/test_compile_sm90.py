@@ -22,8 +22,8 @@ def test_all_kernels_compile_for_sm90():
     results = _compiled("cc.compile_all(log=lambda *a: None)", timeout=1200)
     names = {x["name"].split()[0] for x in results}
     assert {"merge", "relbias_fwd", "relbias_decode", "relbias_write", "sparse_int8", "mqa_write", "mqa_headpad",
-            "mqa_swapab", "mqa_mxfp8_out", "relbias_fwd_gluon", "relbias_fwd_gluon_ws", "sparse_int8_gluon",
-            "mqa_swapab_gluon"} <= names
+            "mqa_swapab", "mqa_mxfp8_out", "relbias_fwd_gluon", "relbias_fwd_gluon_ws",
+            "relbias_fwd_gluon_ws_persistent", "sparse_int8_gluon", "mqa_swapab_gluon"} <= names
     assert all(x["cubin_bytes"] > 0 for x in results)
     # compiled as launched (16-byte aligned pointers and strides): the forward kernel's K and V loads are
     # software-pipelined into shared memory (without the specialization nothing was, and registers differed)

@@ -148,6 +148,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_ws_bn128", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel over "
          "its default 128-key tiles (dispatched by gluon_ws_rule on sm_90 for long global sequences at D 128), on "
          "the same shapes"),
+        ("relbias/gluon_fwd_ws_persistent", dict(gluon_ws=True, gluon_persistent=True), "kernel: the "
+         "warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent: one program per SM walking "
+         "the work items, the ring's phases carried across them), on the same shapes"),
         ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128), "kernel: the "
          "warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over 128-key tiles, "
          "on the same shapes"),

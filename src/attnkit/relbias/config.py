@@ -212,6 +212,10 @@ GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", Fals
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
                         "so one's softmax runs under the other's products; off: 1-3 % slower at 128-key tiles, up to "
                         "15 % at 64 (relbias-gluon-ws-2 sweep)")
+GLUON_PERSISTENT = Switch("gluon_persistent", "ATTNKIT_RELBIAS_GLUON_PERSISTENT", False,
+                          "warp-specialized Gluon forward kernel (gluon_ws) on a persistent grid: one program per SM "
+                          "walking the work items (query blocks from the last), so one item's prologue and epilogue "
+                          "overlap its neighbours' work; not yet timed, so off")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -300,6 +304,7 @@ class GluonFwdConfig:
     bias_acc: bool = False  # the bias starts the score product's accumulator (gluon_bias_acc)
     ws: bool = False  # warp-specialized: a producer warp, two consumer warpgroups (gluon_ws)
     pingpong: bool = False  # the consumers take turns issuing their products (gluon_pingpong)
+    persistent: bool = False  # one program per SM walking the work items (gluon_persistent)
 
     @property
     def block_m(self) -> int:
@@ -363,13 +368,14 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
-                     bias_acc: bool | None = None, ws: bool = False, pingpong: bool = False) -> GluonFwdConfig:
+                     bias_acc: bool | None = None, ws: bool = False, pingpong: bool = False,
+                     persistent: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
     num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
-    128 query rows a program); pingpong: its consumers take turns."""
+    128 query rows a program); pingpong: its consumers take turns; persistent: on a persistent grid."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -379,6 +385,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError(f"num_stages: the Gluon forward kernel's ring needs at least 2 tiles, got {stages}")
     if pingpong and not ws:
         raise ValueError("gluon_pingpong: the turns of the warp-specialized kernel's two consumers (gluon_ws)")
+    if persistent and not ws:
+        raise ValueError("gluon_persistent: the persistent grid of the warp-specialized kernel (gluon_ws)")
     if ws:
         if w != 4:
             raise ValueError(f"num_warps: the warp-specialized Gluon kernel (gluon_ws) runs consumer warpgroups of 4 "
@@ -408,7 +416,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                          "(before the scores are waited for) does not apply; set one of the two")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
-                          ws=ws, pingpong=pingpong)
+                          ws=ws, pingpong=pingpong, persistent=persistent)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -22,6 +22,8 @@ Schedule   program = 128 query rows of one (sequence, query head): consumer c ta
            the ring holds, as a block whose second half has no query rows does).
 Registers  the producer warp 24, the second consumer warpgroup 240, the first what is left of maxnreg x 12 warps
            (the launcher passes maxnreg 168: 168 x 3 warpgroups - 240 - 24 = 240).
+Persistent relbias_fwd_gluon_ws_persistent_kernel: the same partitions on a grid of one program per SM, each
+           walking work items (query blocks from the last) with the ring's tile count carried across them.
 Contract   as kernel_fwd_gluon (the same descriptors, table, out, LSE); HEAD_DIM 64 or 128; BLOCK_N 64 or 128.
 Runs       CUDA sm_90 only (Gluon has no interpreter): gate "relbias/gluon_fwd_ws", tests/test_relbias_gluon.py.
 PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window off by one, 4 GQA group mixed up.
@@ -39,14 +41,15 @@ WG_WARPS: gl.constexpr = gl.constexpr(4)
 
 
 @gluon.jit
-def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, krow, col, kt, BLOCK_N: gl.constexpr,
+def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, krow, col, kt, it, BLOCK_N: gl.constexpr,
                  D: gl.constexpr, STAGES: gl.constexpr):
-    """The producer warp: tile j of the union into slot j % STAGES, once both consumers released the slot's last
-    tile (a fresh barrier counts as released: the wait on the opposite parity passes)."""
+    """The producer warp: tile j of the union (the ring's tile it + j: it counts the tiles of the program's earlier
+    work) into slot (it + j) % STAGES, once both consumers released the slot's last tile (a fresh barrier counts as
+    released: the wait on the opposite parity passes)."""
     nbytes: gl.constexpr = BLOCK_N * D * K_DESC.dtype.primitive_bitwidth // 8
     for j in range(kt):
-        slot = j % STAGES
-        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
+        slot = (it + j) % STAGES
+        mbarrier.wait(empty.index(slot), (((it + j) // STAGES) & 1) ^ 1)
         row = krow + j * BLOCK_N
         mbarrier.expect(kbar.index(slot), nbytes)
         tma.async_copy_global_to_shared(K_DESC, [row, col], kbar.index(slot), k_smem.index(slot))
@@ -55,16 +58,16 @@ def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, krow, col, k
 
 
 @gluon.jit
-def _ws_release(j0, j1, kbar, vbar, empty, turn, c: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+def _ws_release(j0, j1, it, kbar, vbar, empty, turn, c: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
     """Tiles j0 .. j1 - 1 of the union, which this consumer does not need: waited for (so a slot is never refilled
     while its copy runs) and released unread; with PINGPONG each still takes its turn (tile j is every consumer's
     turn j, so neither waits for a turn behind a tile the other has not released: no deadlock)."""
     for j in range(j0, j1):
-        slot = j % STAGES
-        phase = (j // STAGES) & 1
+        slot = (it + j) % STAGES
+        phase = ((it + j) // STAGES) & 1
         mbarrier.wait(kbar.index(slot), phase)
         mbarrier.wait(vbar.index(slot), phase)
-        _ws_turn(turn, c, j, PINGPONG)
+        _ws_turn(turn, c, it + j, PINGPONG)
         mbarrier.arrive(empty.index(slot), count=1)
         _ws_pass(turn, c, PINGPONG)
 
@@ -85,24 +88,24 @@ def _ws_pass(turn, c: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
+def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
              first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c: gl.constexpr, MASKED: gl.constexpr,
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
              GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr):
-    """Union tile j (this consumer's turn j; not its first tile): S_j and P_{j-1} V_{j-1} issued, S_j waited, its softmax
-    while the value product runs; then tile j - 1's slot released to the producer."""
-    slot = j % STAGES
+    """Union tile j (the ring's tile it + j, this consumer's turn it + j; not its first tile): S_j and P_{j-1} V_{j-1}
+    issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer."""
+    slot = (it + j) % STAGES
     n0 = lo + j * BLOCK_N
     base = first_pos - (n0 + BLOCK_N - 1) + shift
     if ACC and PERTURB != 1:
         s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul)
     else:
         s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
-    pslot = (j - 1) % STAGES
-    mbarrier.wait(kbar.index(slot), (j // STAGES) & 1)
-    mbarrier.wait(vbar.index(pslot), ((j - 1) // STAGES) & 1)
-    _ws_turn(turn, c, j, PINGPONG)
+    pslot = (it + j - 1) % STAGES
+    mbarrier.wait(kbar.index(slot), ((it + j) // STAGES) & 1)
+    mbarrier.wait(vbar.index(pslot), ((it + j - 1) // STAGES) & 1)
+    _ws_turn(turn, c, it + j, PINGPONG)
     s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1,
                           is_async=True)
     acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
@@ -120,12 +123,13 @@ def _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, 
 
 @gluon.jit
 def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start,
-                 seqlen_q, k_start, seqlen_k, m_base, lo, kt, h, win, sm_scale, E,
+                 seqlen_q, k_start, seqlen_k, m_base, lo, kt, it, h, win, sm_scale, E,
                  stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
                  PINGPONG: gl.constexpr):
-    """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union, then out and LSE."""
+    """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
+    it + kt - 1), then out and LSE."""
     D: gl.constexpr = HEAD_DIM
     dtype: gl.constexpr = Q.dtype.element_ty
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WG_WARPS, 1],
@@ -173,7 +177,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     qk_scale = sm_scale * LOG2E
     bias_mul = 1.0 / sm_scale  # ACC (the host passes softmax_scale > 0)
 
-    _ws_release(0, js, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
+    _ws_release(0, js, it, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
     m_i = gl.full([WG_ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_l))
     l_i = gl.zeros([WG_ROWS], gl.float32, layout=gl.SliceLayout(1, s_l))
     acc = gl.zeros([WG_ROWS, D], gl.float32, layout=o_l)
@@ -184,9 +188,9 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
             s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul)
         else:
             s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
-        mbarrier.wait(kbar.index(js % STAGES), (js // STAGES) & 1)
-        _ws_turn(turn, c, js, PINGPONG)
-        s = warpgroup_mma(q_smem, k_smem.index(js % STAGES).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1)
+        mbarrier.wait(kbar.index((it + js) % STAGES), ((it + js) // STAGES) & 1)
+        _ws_turn(turn, c, it + js, PINGPONG)
+        s = warpgroup_mma(q_smem, k_smem.index((it + js) % STAGES).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1)
         _ws_pass(turn, c, PINGPONG)
         s = _tile_scores(s, tab, base, E, lo + js * BLOCK_N, first_pos, seqlen_k, win, full_rows, qk_scale, True,
                          WG_ROWS, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
@@ -195,26 +199,26 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     j1 = gl.maximum(ja, js + 1)
     j2 = gl.maximum(jb, js + 1)
     for j in range(js + 1, j1):
-        m_i, l_i, acc, p_prev = _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
                                          p_l, strip_l, GATHER, ACC, PINGPONG)
     for j in range(j1, j2):
-        m_i, l_i, acc, p_prev = _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, False, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
                                          p_l, strip_l, GATHER, ACC, PINGPONG)
     for j in range(j2, je):
-        m_i, l_i, acc, p_prev = _ws_step(j, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
                                          p_l, strip_l, GATHER, ACC, PINGPONG)
     if je > js:  # the last tile's value product, then its slot released
-        lslot = (je - 1) % STAGES
-        mbarrier.wait(vbar.index(lslot), ((je - 1) // STAGES) & 1)
+        lslot = (it + je - 1) % STAGES
+        mbarrier.wait(vbar.index(lslot), ((it + je - 1) // STAGES) & 1)
         acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
         mbarrier.arrive(empty.index(lslot), count=1)
-    _ws_release(je, kt, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
+    _ws_release(je, kt, it, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
 
     _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, stride_oh, stride_lt, WG_ROWS, D, o_l,
                s_l, q_ld)
@@ -273,13 +277,130 @@ def relbias_fwd_gluon_ws_kernel(
 
     gl.warp_specialize([
         (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
-                        k_start, seqlen_k, m0, lo, kt, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                        k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
                         PINGPONG)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
-                        k_start, seqlen_k, m0, lo, kt, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                        k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
                         PINGPONG)),
-        (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, BLOCK_N, D,
-                        STAGES)),
+        (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, 0, BLOCK_N,
+                        D, STAGES)),
+    ], [4, 1], [240, 24])
+
+
+@gluon.jit
+def _ws_work(t, n_m, n_bh, CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.constexpr, PERTURB: gl.constexpr,
+             BLOCK_N: gl.constexpr, HAS_WINDOW: gl.constexpr):
+    """Work item t of the persistent grid: t // n_bh counts query blocks from the last (the most keys first), t %
+    n_bh is sequence x query head. Returns its first row, head, KV head, the sequence's query start and length, key
+    start and length, the window and the union of its two warpgroups' key ranges (lo, kt)."""
+    pid_m = n_m - 1 - t // n_bh
+    rest = t % n_bh
+    b = rest // HQ
+    h = rest % HQ
+    if PERTURB == 4:
+        g = (h // GROUP + 1) % (HQ // GROUP)
+    else:
+        g = h // GROUP
+    q_start = gl.load(CU_Q + b)
+    seqlen_q = gl.load(CU_Q + b + 1) - q_start
+    k_start = gl.load(CU_K + b)
+    seqlen_k = gl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+    m0 = pid_m * (2 * WG_ROWS)
+    first_pos = seqlen_k - seqlen_q + m0
+    hi = gl.minimum(seqlen_k, first_pos + 2 * WG_ROWS)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    lo = 0
+    if HAS_WINDOW:
+        lo = gl.maximum(0, first_pos - win + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    return m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt
+
+
+@gluon.jit
+def _ws_producer_loop(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, CU_Q, CU_K, window, n_m, n_bh,
+                      HQ: gl.constexpr, GROUP: gl.constexpr, PERTURB: gl.constexpr, BLOCK_N: gl.constexpr,
+                      D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr):
+    """The persistent producer: this program's work items in turn, the ring's tile count carried across them."""
+    it = 0
+    for t in range(gl.program_id(0), n_m * n_bh, gl.num_programs(0)):
+        m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt = _ws_work(
+            t, n_m, n_bh, CU_Q, CU_K, window, HQ, GROUP, PERTURB, BLOCK_N, HAS_WINDOW)
+        _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, it, BLOCK_N, D,
+                     STAGES)
+        it += kt
+
+
+@gluon.jit
+def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty,
+                      turn, window, n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+                      HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                      STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
+                      GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr):
+    """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
+    its last products are waited for), the ring's tile count carried across them."""
+    it = 0
+    for t in range(gl.program_id(0), n_m * n_bh, gl.num_programs(0)):
+        m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt = _ws_work(
+            t, n_m, n_bh, CU_Q, CU_K, window, HQ, GROUP, PERTURB, BLOCK_N, HAS_WINDOW)
+        _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
+                     k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
+                     stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
+                     PINGPONG)
+        it += kt
+
+
+@gluon.jit
+def relbias_fwd_gluon_ws_persistent_kernel(
+    Q, K_DESC, V_DESC, TABLE, OUT, LSE, CU_Q, CU_K,
+    sm_scale, E, window, n_m, n_bh,
+    stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+    HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
+    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False,
+):
+    """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
+    as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
+    from the last, so the heaviest first; n_m query blocks of 128 rows, n_bh = sequences x query heads), its
+    producer refilling the ring for the next item while the consumers finish the last, so one item's prologue
+    (Q load, the ring's first tiles) and epilogue overlap its neighbours' work instead of leaving the SM idle."""
+    D: gl.constexpr = HEAD_DIM
+    gl.static_assert(gl.num_warps() == WG_WARPS, "launched with num_warps 4 (the first consumer warpgroup)")
+    gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
+    gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    dtype: gl.constexpr = Q.dtype.element_ty
+    q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
+    kv_sl: gl.constexpr = K_DESC.layout
+    q_all = gl.allocate_shared_memory(dtype, [2, WG_ROWS, D], q_sl)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
+    kbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    vbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(kbar.index(i), count=1)
+        mbarrier.init(vbar.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)  # both consumers release each tile
+    mbarrier.init(turn.index(0), count=1)
+    mbarrier.init(turn.index(1), count=1)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(0), count=1)  # consumer 0 takes the first turn
+    fence_async_shared()
+
+    gl.warp_specialize([
+        (_ws_consumer_loop, (0, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, turn, window,
+                             n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
+                             HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG)),
+        (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, turn, window,
+                             n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
+                             HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG)),
+        (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, CU_Q, CU_K, window, n_m, n_bh, HQ,
+                             GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW)),
     ], [4, 1], [240, 24])
