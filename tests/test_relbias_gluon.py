@@ -47,6 +47,8 @@ def test_gluon_tile_rule_and_its_errors():
     with pytest.raises(ValueError, match="gluon_persistent"):
         gluon_fwd_config(128, persistent=True)
     assert gluon_fwd_config(128, ws=True, persistent=True).persistent
+    with pytest.raises(ValueError, match="gluon_k_release"):
+        gluon_fwd_config(128, k_release=True)
     with pytest.raises(ValueError, match="num_stages: .* shared memory"):
         gluon_fwd_config(128, block_n=128, num_stages=3, ws=True)
     # bias_acc unset: the rule (relbias-gluon-3): on in the overlapped schedule, off without it or with bias_early
@@ -121,7 +123,7 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), device, 0)
     for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
                    (dict(num_warps=8), False), (dict(gluon_pingpong=True), True),
-                   (dict(gluon_persistent=True), True)):
+                   (dict(gluon_persistent=True), True), (dict(gluon_k_release=True), True)):
         relbias_kernel_call(inp, force="fwd", **kw)
         assert cfgs.pop().ws == ws, kw
     assert cfgs == []
@@ -205,7 +207,9 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
                                   dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_bias_acc=False),
                                   dict(gluon_ws=True, num_stages=3, gluon_bias_gather=False),
                                   dict(gluon_ws=True, gluon_persistent=True),
-                                  dict(gluon_ws=True, gluon_persistent=True, gluon_pingpong=True, block_n=64)],
+                                  dict(gluon_ws=True, gluon_persistent=True, gluon_pingpong=True, block_n=64),
+                                  dict(gluon_ws=True, gluon_k_release=True),
+                                  dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))  # selectable: -k gluon_ws
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()

@@ -11,64 +11,78 @@ import itertools
 import pytest
 
 
-def _consumer_events(js, je, kt, base, turns_per_union_tile, other_turns=0):
-    """The consumer's waits and signals for one work item, in program order: (tile it waits for loaded, turn it
-    waits for or None, tiles it releases, whether it passes the turn). Tiles and turns are ring-global (base + j)."""
+def _consumer_events(js, je, kt, base, turns_per_union_tile, other_turns=0, krel=False):
+    """The consumer's waits and signals for one work item, in program order: (key tile and value tile it waits for
+    loaded, turn it waits for or None, arrivals, whether it passes the turn). An arrival is ("empty", t) (the slot of
+    tile t; with krel its value slot) or ("kempty", t) (krel: its key slot). Tiles and turns are ring-global
+    (base + j)."""
     ev = []
     turn = (lambda j: base + j) if turns_per_union_tile else (lambda j: j - js)
-    for j in range(0, js):  # leading tiles it does not need
-        ev.append((base + j, base + j if turns_per_union_tile else None, [base + j], turns_per_union_tile))
+
+    def unread(j):  # a tile it does not need: waited for, released (turn taken in the second form)
+        rel = [("kempty", base + j), ("empty", base + j)] if krel else [("empty", base + j)]
+        return (base + j, base + j, base + j if turns_per_union_tile else None, rel, turns_per_union_tile)
+
+    ev += [unread(j) for j in range(0, js)]
     if je > js:
-        ev.append((base + js, turn(js), [], True))  # first tile: scores and softmax
-        for j in range(js + 1, je):  # S_j and P_{j-1} V_{j-1}; then tile j - 1 released
-            ev.append((base + j, turn(j), [base + j - 1], True))
-        ev.append((base + je - 1, None, [base + je - 1], False))  # the last value product
-    for j in range(je, kt):  # trailing tiles it does not need
-        ev.append((base + j, base + j if turns_per_union_tile else None, [base + j], turns_per_union_tile))
+        ev.append((base + js, None, turn(js), [("kempty", base + js)] if krel else [], True))  # first tile: S only
+        for j in range(js + 1, je):  # S_j and P_{j-1} V_{j-1}; key tile j (krel) and tile j - 1 released
+            rel = ([("kempty", base + j)] if krel else []) + [("empty", base + j - 1)]
+            ev.append((base + j, base + j - 1, turn(j), rel, True))
+        ev.append((None, base + je - 1, None, [("empty", base + je - 1)], False))  # the last value product
+    ev += [unread(j) for j in range(je, kt)]
     if not turns_per_union_tile:  # the first form: keep passing the other consumer's remaining turns
-        for i in range(je - js, other_turns):
-            ev.append((None, i, [], True))
+        ev += [(None, None, i, [], True) for i in range(je - js, other_turns)]
     return ev
 
 
-def _simulate(items, stages, pingpong, turns_per_union_tile=True):
+def _simulate(items, stages, pingpong, turns_per_union_tile=True, krel=False):
     """items: work items in order, each (kt, (js0, je0), (js1, je1)). Returns 'ok', or 'deadlock' when no party can
-    move and some are not done; asserts every tile is released exactly twice and loaded once."""
+    move and some are not done; asserts every slot is released by both consumers before it is refilled (the
+    producer's rule) and every tile's slots exactly twice in the end."""
     events = [[], []]
     base = 0
     for kt, r0, r1 in items:
         for c, (js, je) in enumerate((r0, r1)):
             other = (r1[1] - r1[0]) if c == 0 else (r0[1] - r0[0])
-            events[c] += _consumer_events(js, je, kt, base, turns_per_union_tile, other)
+            events[c] += _consumer_events(js, je, kt, base, turns_per_union_tile, other, krel)
         base += kt
     total = base
-    loaded, released = set(), {}
+    arrivals = {"empty": {}, "kempty": {}}
+    k_loaded, v_loaded = set(), set()
     passes = [1 if pingpong else 0, 0]  # consumer 0 takes the first turn
-    pos, nxt = [0, 0], 0
+    pos, nk, nv = [0, 0], 0, 0
+    free = lambda bar, t: t < 0 or arrivals[bar].get(t, 0) == 2  # noqa: E731  slot of tile t released by both
     while True:
         moved = False
-        if nxt < total and (nxt < stages or released.get(nxt - stages, 0) == 2):
-            loaded.add(nxt)
-            nxt += 1
+        # the producer, in order: key tile nk, then its value tile
+        if nk < total and nk == nv and free("kempty" if krel else "empty", nk - stages):
+            k_loaded.add(nk)
+            nk += 1
+            moved = True
+        if nv < nk and free("empty", nv - stages):
+            v_loaded.add(nv)
+            nv += 1
             moved = True
         for c in (0, 1):
             while pos[c] < len(events[c]):
-                tile, turn, rel, passes_turn = events[c][pos[c]]
-                if tile is not None and tile not in loaded:
+                kt_, vt_, turn, rel, passes_turn = events[c][pos[c]]
+                if (kt_ is not None and kt_ not in k_loaded) or (vt_ is not None and vt_ not in v_loaded):
                     break
                 if pingpong and turn is not None and passes[c] <= turn:
                     break
-                for t in rel:
-                    released[t] = released.get(t, 0) + 1
+                for bar, t in rel:
+                    arrivals[bar][t] = arrivals[bar].get(t, 0) + 1
                 if pingpong and passes_turn:
                     passes[1 - c] += 1
                 pos[c] += 1
                 moved = True
         if not moved:
             break
-    if nxt < total or any(pos[c] < len(events[c]) for c in (0, 1)):
+    if nv < total or any(pos[c] < len(events[c]) for c in (0, 1)):
         return "deadlock"
-    assert all(released.get(t, 0) == 2 for t in range(total)), released
+    assert all(arrivals["empty"].get(t, 0) == 2 for t in range(total)), arrivals
+    assert all(arrivals["kempty"].get(t, 0) == (2 if krel else 0) for t in range(total)), arrivals
     return "ok"
 
 
@@ -78,16 +92,18 @@ def _ranges(kt):
 
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("pingpong", [False, True])
-def test_every_tile_range_completes(stages, pingpong):
+@pytest.mark.parametrize("krel", [False, True])
+def test_every_tile_range_completes(stages, pingpong, krel):
     """Every pair of consumer ranges inside unions of 0 to 6 tiles, alone and as two work items in a row (the
-    persistent grid), completes: each tile loaded once and released by both consumers."""
+    persistent grid), completes: each tile loaded once and released by both consumers (with gluon_k_release its key
+    and value slots apart)."""
     for kt in range(7):
         for r0, r1 in itertools.product(_ranges(kt), repeat=2):
-            assert _simulate([(kt, r0, r1)], stages, pingpong) == "ok", (kt, r0, r1)
+            assert _simulate([(kt, r0, r1)], stages, pingpong, krel=krel) == "ok", (kt, r0, r1)
     for (ka, kb) in ((3, 4), (5, 2)):
         for ra, rb in itertools.product(_ranges(ka), _ranges(kb)):
             items = [(ka, ra, (0, ka)), (kb, (0, kb), rb)]
-            assert _simulate(items, stages, pingpong) == "ok", items
+            assert _simulate(items, stages, pingpong, krel=krel) == "ok", items
 
 
 def test_the_first_form_of_the_turns_deadlocks():

@@ -151,6 +151,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_ws_persistent", dict(gluon_ws=True, gluon_persistent=True), "kernel: the "
          "warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent: one program per SM walking "
          "the work items, the ring's phases carried across them), on the same shapes"),
+        ("relbias/gluon_fwd_ws_krel", dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True), "kernel: "
+         "the warp-specialized Gluon forward kernel with its key slots released after the score products "
+         "(gluon_k_release), on the persistent grid, on the same shapes"),
         ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128), "kernel: the "
          "warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over 128-key tiles, "
          "on the same shapes"),

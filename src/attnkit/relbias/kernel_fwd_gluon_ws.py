@@ -41,24 +41,31 @@ WG_WARPS: gl.constexpr = gl.constexpr(4)
 
 
 @gluon.jit
-def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, krow, col, kt, it, BLOCK_N: gl.constexpr,
-                 D: gl.constexpr, STAGES: gl.constexpr):
+def _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, krow, col, kt, it, BLOCK_N: gl.constexpr,
+                 D: gl.constexpr, STAGES: gl.constexpr, KREL: gl.constexpr = False):
     """The producer warp: tile j of the union (the ring's tile it + j: it counts the tiles of the program's earlier
     work) into slot (it + j) % STAGES, once both consumers released the slot's last tile (a fresh barrier counts as
-    released: the wait on the opposite parity passes)."""
+    released: the wait on the opposite parity passes). KREL: the key slot has its own barrier (kempty), released
+    once the consumers' score products read it, so the next key tile is loaded during the softmax."""
     nbytes: gl.constexpr = BLOCK_N * D * K_DESC.dtype.primitive_bitwidth // 8
     for j in range(kt):
         slot = (it + j) % STAGES
-        mbarrier.wait(empty.index(slot), (((it + j) // STAGES) & 1) ^ 1)
+        if KREL:
+            mbarrier.wait(kempty.index(slot), (((it + j) // STAGES) & 1) ^ 1)
+        else:
+            mbarrier.wait(empty.index(slot), (((it + j) // STAGES) & 1) ^ 1)
         row = krow + j * BLOCK_N
         mbarrier.expect(kbar.index(slot), nbytes)
         tma.async_copy_global_to_shared(K_DESC, [row, col], kbar.index(slot), k_smem.index(slot))
+        if KREL:
+            mbarrier.wait(empty.index(slot), (((it + j) // STAGES) & 1) ^ 1)
         mbarrier.expect(vbar.index(slot), nbytes)
         tma.async_copy_global_to_shared(V_DESC, [row, col], vbar.index(slot), v_smem.index(slot))
 
 
 @gluon.jit
-def _ws_release(j0, j1, it, kbar, vbar, empty, turn, c: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+def _ws_release(j0, j1, it, kbar, vbar, empty, kempty, turn, c: gl.constexpr, STAGES: gl.constexpr,
+                PINGPONG: gl.constexpr, KREL: gl.constexpr = False):
     """Tiles j0 .. j1 - 1 of the union, which this consumer does not need: waited for (so a slot is never refilled
     while its copy runs) and released unread; with PINGPONG each still takes its turn (tile j is every consumer's
     turn j, so neither waits for a turn behind a tile the other has not released: no deadlock)."""
@@ -68,6 +75,8 @@ def _ws_release(j0, j1, it, kbar, vbar, empty, turn, c: gl.constexpr, STAGES: gl
         mbarrier.wait(kbar.index(slot), phase)
         mbarrier.wait(vbar.index(slot), phase)
         _ws_turn(turn, c, it + j, PINGPONG)
+        if KREL:
+            mbarrier.arrive(kempty.index(slot), count=1)
         mbarrier.arrive(empty.index(slot), count=1)
         _ws_pass(turn, c, PINGPONG)
 
@@ -88,11 +97,11 @@ def _ws_pass(turn, c: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
+def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc, p_prev, tab, lo, shift, E,
              first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c: gl.constexpr, MASKED: gl.constexpr,
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
-             GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr):
+             GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr = False):
     """Union tile j (the ring's tile it + j, this consumer's turn it + j; not its first tile): S_j and P_{j-1} V_{j-1}
     issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer."""
     slot = (it + j) % STAGES
@@ -111,23 +120,25 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, a
     acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
     _ws_pass(turn, c, PINGPONG)
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
+    if KREL:
+        mbarrier.arrive(kempty.index(slot), count=1)  # key tile j read: the producer may refill its slot
     s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, WG_ROWS, BLOCK_N,
                      HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
     acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
-    mbarrier.arrive(empty.index(pslot), count=1)  # tile j - 1 read by both of this consumer's products
+    mbarrier.arrive(empty.index(pslot), count=1)  # tile j - 1 read by both products (KREL: its value tile)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
     p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
     return m_i, l_i, acc, p_prev
 
 
 @gluon.jit
-def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start,
+def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
                  seqlen_q, k_start, seqlen_k, m_base, lo, kt, it, h, win, sm_scale, E,
                  stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
-                 PINGPONG: gl.constexpr):
+                 PINGPONG: gl.constexpr, KREL: gl.constexpr = False):
     """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
     it + kt - 1), then out and LSE."""
     D: gl.constexpr = HEAD_DIM
@@ -177,7 +188,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     qk_scale = sm_scale * LOG2E
     bias_mul = 1.0 / sm_scale  # ACC (the host passes softmax_scale > 0)
 
-    _ws_release(0, js, it, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
+    _ws_release(0, js, it, kbar, vbar, empty, kempty, turn, c, STAGES, PINGPONG, KREL)
     m_i = gl.full([WG_ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_l))
     l_i = gl.zeros([WG_ROWS], gl.float32, layout=gl.SliceLayout(1, s_l))
     acc = gl.zeros([WG_ROWS, D], gl.float32, layout=o_l)
@@ -192,6 +203,8 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
         _ws_turn(turn, c, it + js, PINGPONG)
         s = warpgroup_mma(q_smem, k_smem.index((it + js) % STAGES).permute((1, 0)), s0, use_acc=ACC and PERTURB != 1)
         _ws_pass(turn, c, PINGPONG)
+        if KREL:
+            mbarrier.arrive(kempty.index((it + js) % STAGES), count=1)
         s = _tile_scores(s, tab, base, E, lo + js * BLOCK_N, first_pos, seqlen_k, win, full_rows, qk_scale, True,
                          WG_ROWS, BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
         m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
@@ -199,26 +212,26 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     j1 = gl.maximum(ja, js + 1)
     j2 = gl.maximum(jb, js + 1)
     for j in range(js + 1, j1):
-        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG)
+                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL)
     for j in range(j1, j2):
-        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, False, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG)
+                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL)
     for j in range(j2, je):
-        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, turn, m_i, l_i, acc,
+        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG)
+                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL)
     if je > js:  # the last tile's value product, then its slot released
         lslot = (it + je - 1) % STAGES
         mbarrier.wait(vbar.index(lslot), ((it + je - 1) // STAGES) & 1)
         acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
         mbarrier.arrive(empty.index(lslot), count=1)
-    _ws_release(je, kt, it, kbar, vbar, empty, turn, c, STAGES, PINGPONG)
+    _ws_release(je, kt, it, kbar, vbar, empty, kempty, turn, c, STAGES, PINGPONG, KREL)
 
     _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, stride_oh, stride_lt, WG_ROWS, D, o_l,
                s_l, q_ld)
@@ -231,7 +244,7 @@ def relbias_fwd_gluon_ws_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
-    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False,
+    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -269,6 +282,11 @@ def relbias_fwd_gluon_ws_kernel(
         mbarrier.init(kbar.index(i), count=1)
         mbarrier.init(vbar.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # both consumers release each tile
+    kempty = empty
+    if KREL:  # the key slots released apart from the value slots
+        kempty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(kempty.index(i), count=2)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
     if PINGPONG:
@@ -276,16 +294,18 @@ def relbias_fwd_gluon_ws_kernel(
     fence_async_shared()
 
     gl.warp_specialize([
-        (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
+        (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
+                        seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG)),
-        (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
+                        PINGPONG, KREL)),
+        (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
+                        seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG)),
-        (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, 0, BLOCK_N,
-                        D, STAGES)),
+                        PINGPONG, KREL)),
+        (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, 0,
+                        BLOCK_N, D, STAGES, KREL)),
     ], [4, 1], [240, 24])
 
 
@@ -324,35 +344,36 @@ def _ws_work(t, n_m, n_bh, CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.const
 
 
 @gluon.jit
-def _ws_producer_loop(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, CU_Q, CU_K, window, n_m, n_bh,
+def _ws_producer_loop(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m, n_bh,
                       HQ: gl.constexpr, GROUP: gl.constexpr, PERTURB: gl.constexpr, BLOCK_N: gl.constexpr,
-                      D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr):
+                      D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, KREL: gl.constexpr):
     """The persistent producer: this program's work items in turn, the ring's tile count carried across them."""
     it = 0
     for t in range(gl.program_id(0), n_m * n_bh, gl.num_programs(0)):
         m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt = _ws_work(
             t, n_m, n_bh, CU_Q, CU_K, window, HQ, GROUP, PERTURB, BLOCK_N, HAS_WINDOW)
-        _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, k_start + lo, g * D, kt, it, BLOCK_N, D,
-                     STAGES)
+        _ws_producer(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, it, BLOCK_N,
+                     D, STAGES, KREL)
         it += kt
 
 
 @gluon.jit
 def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty,
-                      turn, window, n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+                      kempty, turn, window, n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh,
+                      stride_lt,
                       HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
-                      GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr):
+                      GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr):
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
     for t in range(gl.program_id(0), n_m * n_bh, gl.num_programs(0)):
         m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt = _ws_work(
             t, n_m, n_bh, CU_Q, CU_K, window, HQ, GROUP, PERTURB, BLOCK_N, HAS_WINDOW)
-        _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, turn, q_start, seqlen_q,
+        _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start, seqlen_q,
                      k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                      stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                     PINGPONG)
+                     PINGPONG, KREL)
         it += kt
 
 
@@ -363,7 +384,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
-    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False,
+    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -388,6 +409,11 @@ def relbias_fwd_gluon_ws_persistent_kernel(
         mbarrier.init(kbar.index(i), count=1)
         mbarrier.init(vbar.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # both consumers release each tile
+    kempty = empty
+    if KREL:  # the key slots released apart from the value slots
+        kempty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(kempty.index(i), count=2)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
     if PINGPONG:
@@ -395,12 +421,16 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     fence_async_shared()
 
     gl.warp_specialize([
-        (_ws_consumer_loop, (0, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, turn, window,
+        (_ws_consumer_loop, (0, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
+                             window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
-                             HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG)),
-        (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, turn, window,
+                             HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
+                             KREL)),
+        (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
+                             window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
-                             HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG)),
-        (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, CU_Q, CU_K, window, n_m, n_bh, HQ,
-                             GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW)),
+                             HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
+                             KREL)),
+        (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
+                             n_bh, HQ, GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW, KREL)),
     ], [4, 1], [240, 24])

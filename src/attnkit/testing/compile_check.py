@@ -173,14 +173,15 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=gc.stages, HAS_WINDOW=win, CLAMP=clamp,
                          PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
-    for D, win, pp in ((128, False, False), (64, True, True)):
+    for D, win, pp, krel in ((128, False, False, False), (64, True, True, False), (128, False, False, True),
+                             (128, True, True, True)):
         desc = f"tensordesc<bf16[128, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon_ws_persistent D{D} bn128 s2 acc" + (" pingpong" if pp else "")
-                    + (" window" if win else ""), relbias_fwd_gluon_ws_persistent_kernel,
+                    + (" window" if win else "") + (" krel" if krel else ""), relbias_fwd_gluon_ws_persistent_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=128, STAGES=2, HAS_WINDOW=win, CLAMP=False, PERTURB=0,
-                         GATHER=True, ACC=True, PINGPONG=pp),
+                         GATHER=True, ACC=True, PINGPONG=pp, KREL=krel),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     for nv in (False, True):
         out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
