@@ -49,6 +49,9 @@ def test_gluon_tile_rule_and_its_errors():
     assert gluon_fwd_config(128, ws=True, persistent=True).persistent
     with pytest.raises(ValueError, match="gluon_k_release"):
         gluon_fwd_config(128, k_release=True)
+    for kw in (dict(ws=True), dict(pipe=False)):
+        with pytest.raises(ValueError, match="gluon_k_early"):
+            gluon_fwd_config(128, k_early=True, **kw)
     with pytest.raises(ValueError, match="num_stages: .* shared memory"):
         gluon_fwd_config(128, block_n=128, num_stages=3, ws=True)
     # bias_acc unset: the rule (relbias-gluon-3): on in the overlapped schedule, off without it or with bias_early
@@ -123,7 +126,8 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), device, 0)
     for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
                    (dict(num_warps=8), False), (dict(gluon_pingpong=True), True),
-                   (dict(gluon_persistent=True), True), (dict(gluon_k_release=True), True)):
+                   (dict(gluon_persistent=True), True), (dict(gluon_k_release=True), True),
+                   (dict(gluon_k_early=True), False)):
         relbias_kernel_call(inp, force="fwd", **kw)
         assert cfgs.pop().ws == ws, kw
     assert cfgs == []
@@ -209,7 +213,9 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
                                   dict(gluon_ws=True, gluon_persistent=True),
                                   dict(gluon_ws=True, gluon_persistent=True, gluon_pingpong=True, block_n=64),
                                   dict(gluon_ws=True, gluon_k_release=True),
-                                  dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True)],
+                                  dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True),
+                                  dict(gluon_ws=False, gluon_k_early=True),
+                                  dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))  # selectable: -k gluon_ws
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()

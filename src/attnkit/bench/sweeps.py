@@ -420,8 +420,8 @@ SWEEPS["relbias-gluon-ws-2-nopp"] = Sweep(
 SWEEPS["relbias-gluon-ws-3"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent) against one "
     "program per work item, with and without turn-taking, and with its key slots released after the score products "
-    "(gluon_k_release); the one-warpgroup kernel and the rule (which picks the "
-    "warp-specialized kernel at 8K global and on the chunks of 128) for reference",
+    "(gluon_k_release); the one-warpgroup kernel with and without its key tiles issued early (gluon_k_early); "
+    "the rule (which picks the warp-specialized kernel at 8K global and on the chunks of 128) for reference",
     SWEEPS["relbias-gluon-2"].cases,
     (("rule", dict(gluon=None)),
      ("one-warpgroup", dict(gluon=True, gluon_ws=False)),
@@ -429,7 +429,8 @@ SWEEPS["relbias-gluon-ws-3"] = Sweep(
      ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True)),
      ("ws-persistent-pp", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_pingpong=True)),
      ("ws-krel", dict(gluon=True, gluon_ws=True, gluon_k_release=True)),
-     ("ws-persistent-krel", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_k_release=True))))
+     ("ws-persistent-krel", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_k_release=True)),
+     ("one-warpgroup-k-early", dict(gluon=True, gluon_ws=False, gluon_k_early=True))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "

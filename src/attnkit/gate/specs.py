@@ -151,6 +151,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_ws_persistent", dict(gluon_ws=True, gluon_persistent=True), "kernel: the "
          "warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent: one program per SM walking "
          "the work items, the ring's phases carried across them), on the same shapes"),
+        ("relbias/gluon_fwd_k_early", dict(gluon_ws=False, gluon_k_early=True), "kernel: the one-warpgroup Gluon "
+         "forward kernel with each key tile issued as soon as the score product two tiles back is done "
+         "(gluon_k_early), on the same shapes"),
         ("relbias/gluon_fwd_ws_krel", dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True), "kernel: "
          "the warp-specialized Gluon forward kernel with its key slots released after the score products "
          "(gluon_k_release), on the persistent grid, on the same shapes"),

@@ -216,6 +216,11 @@ GLUON_PERSISTENT = Switch("gluon_persistent", "ATTNKIT_RELBIAS_GLUON_PERSISTENT"
                           "warp-specialized Gluon forward kernel (gluon_ws) on a persistent grid: one program per SM "
                           "walking the work items (query blocks from the last), so one item's prologue and epilogue "
                           "overlap its neighbours' work; not yet timed, so off")
+GLUON_K_EARLY = Switch("gluon_k_early", "ATTNKIT_RELBIAS_GLUON_K_EARLY", False,
+                       "one-warpgroup Gluon forward kernel (with gluon_pipe): tile j's key slot takes key tile j + "
+                       "num_stages as soon as S_j is done, during the softmax, instead of with the value slot after "
+                       "P_{j-1} V_{j-1} (which leaves the next key tile's copy latency exposed when the ring is 2 "
+                       "deep); not yet timed, so off")
 GLUON_K_RELEASE = Switch("gluon_k_release", "ATTNKIT_RELBIAS_GLUON_K_RELEASE", False,
                          "warp-specialized Gluon forward kernel (gluon_ws): each key slot released to the producer as "
                          "soon as both consumers' score products read it (its own empty barriers), instead of with its "
@@ -311,6 +316,7 @@ class GluonFwdConfig:
     pingpong: bool = False  # the consumers take turns issuing their products (gluon_pingpong)
     persistent: bool = False  # one program per SM walking the work items (gluon_persistent)
     k_release: bool = False  # key slots released after the score products (gluon_k_release)
+    k_early: bool = False  # one-warpgroup kernel: key tiles issued after the score products (gluon_k_early)
 
     @property
     def block_m(self) -> int:
@@ -375,14 +381,15 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool = False,
-                     persistent: bool = False, k_release: bool = False) -> GluonFwdConfig:
+                     persistent: bool = False, k_release: bool = False, k_early: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
     num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
     128 query rows a program); pingpong: its consumers take turns; persistent: on a persistent grid; k_release:
-    its key slots released after the score products."""
+    its key slots released after the score products; k_early: the one-warpgroup kernel's key tiles issued after
+    the score products."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -396,6 +403,9 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_persistent: the persistent grid of the warp-specialized kernel (gluon_ws)")
     if k_release and not ws:
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
+    if k_early and (ws or not pipe):
+        raise ValueError("gluon_k_early: the one-warpgroup kernel's overlapped schedule only (gluon_pipe, not "
+                         "gluon_ws; the warp-specialized kernel has gluon_k_release)")
     if ws:
         if w != 4:
             raise ValueError(f"num_warps: the warp-specialized Gluon kernel (gluon_ws) runs consumer warpgroups of 4 "
@@ -425,7 +435,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                          "(before the scores are waited for) does not apply; set one of the two")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
-                          ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release)
+                          ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early)
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

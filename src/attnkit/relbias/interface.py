@@ -14,7 +14,7 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
-                     GLUON_K_RELEASE,
+                     GLUON_K_EARLY, GLUON_K_RELEASE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
                      gluon_fwd_rule, gluon_ws_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
@@ -130,7 +130,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
-                      gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, fp8_f16_cvt=None,
+                      gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
+                      fp8_f16_cvt=None,
                       _perturb=None, _force=None, _masked_strip=True):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -166,7 +167,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     each key / value tile; default: the rule ``config.gluon_ws_rule``) with ``gluon_pingpong`` (its consumers take
     turns issuing their products; off: no faster) and ``gluon_persistent`` (on a persistent grid, one program per SM
     walking the work items; off, not timed) and ``gluon_k_release`` (its key slots released after the score
-    products, so the next key tile loads during the softmax; off, not timed) and the tile options ``block_n``, ``num_warps``,
+    products, so the next key tile loads during the softmax; off, not timed); ``gluon_k_early`` (the one-warpgroup
+    kernel's key tile j + num_stages issued once S_j is done; off, not timed) and the tile options ``block_n``, ``num_warps``,
     ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
@@ -187,6 +189,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     glazy, gacc = GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale), GLUON_BIAS_ACC.resolve(gluon_bias_acc)
     gws, gpp = GLUON_WS.resolve(gluon_ws), GLUON_PINGPONG.resolve(gluon_pingpong)
     gpers, gkrel = GLUON_PERSISTENT.resolve(gluon_persistent), GLUON_K_RELEASE.resolve(gluon_k_release)
+    gkearly = GLUON_K_EARLY.resolve(gluon_k_early)
     f16_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
@@ -240,10 +243,10 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             gws = True
         if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
             gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
-                   and gpipe and not (gpsmem or gearly or glazy)
+                   and gpipe and not (gpsmem or gearly or glazy or gkearly)
                    and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
-                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel)
+                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
                    _perturb, gcfg, heavy)
         return out, lse
@@ -331,7 +334,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, PIPE=cfg.pipe,
         GATHER=cfg.bias_gather, EARLY=cfg.bias_early, P_SMEM=cfg.p_smem,
-        LAZY=cfg.lazy_rescale, ACC=cfg.bias_acc and scale > 0, num_warps=cfg.num_warps,
+        LAZY=cfg.lazy_rescale, ACC=cfg.bias_acc and scale > 0, KEARLY=cfg.k_early, num_warps=cfg.num_warps,
     )
 
 

@@ -54,6 +54,15 @@ def _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, row, col, slot, pred, 
 
 
 @gluon.jit
+def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: gl.constexpr):
+    """A TMA copy of one tile (rows row .. row + BLOCK_N, columns col .. col + D) into ring slot `slot`, signalling
+    its barrier with the bytes it brings (skipped when pred is false)."""
+    nbytes: gl.constexpr = BLOCK_N * D * DESC.dtype.primitive_bitwidth // 8
+    mbarrier.expect(bar.index(slot), nbytes, pred=pred)
+    tma.async_copy_global_to_shared(DESC, [row, col], bar.index(slot), smem.index(slot), pred=pred)
+
+
+@gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None):
     """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
@@ -236,7 +245,8 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr, EARLY: gl.constexpr = False, p_smem=None,
-               P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, bias_mul=None):
+               P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, bias_mul=None,
+               KEARLY: gl.constexpr = False):
     """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
     while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES. EARLY: tile j's bias
     built while both products run, before S_j is waited for (its strip's load latency and the gather off the path
@@ -246,7 +256,8 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
     before the exponentials). LAZY: running maxima kept unless they grow by more than 2^LAZY_LOG2, and the
     accumulator rescaled only when some row's factor is not 1 (a branch the whole program takes or skips). ACC: the
     tile's bias (over softmax_scale) starts the score product's accumulator, so the softmax takes one fused
-    multiply-add per score where it took a multiply-add and an add."""
+    multiply-add per score where it took a multiply-add and an add. KEARLY: tile j's key slot takes key tile
+    j + STAGES as soon as S_j is done (during the softmax), and the end of the step refills only the value slot."""
     slot = j % STAGES
     n0 = lo + j * BLOCK_N
     if ACC and PERTURB != 1:
@@ -269,6 +280,10 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
     if EARLY and PERTURB != 1:
         bias = _tile_bias(tab, base, E, BLOCK_M, BLOCK_N, CLAMP, s_l, strip_l, GATHER)
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
+    if KEARLY:
+        if BLOCK_M > 64:
+            gl.thread_barrier()  # both warpgroups past their score products
+        _issue_one(K_DESC, k_smem, kbar, krow + (j + STAGES) * BLOCK_N, col, slot, j + STAGES < kt, BLOCK_N, D)
     s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, BLOCK_M, BLOCK_N,
                      HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, bias, ACC)
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i, LAZY, ACC, qk_scale)
@@ -291,7 +306,10 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
     # tile j - 1's slot is free once both warpgroups are past its value product: refill it
     gl.thread_barrier()
     jn = j - 1 + STAGES
-    _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + jn * BLOCK_N, col, pslot, jn < kt, BLOCK_N, D)
+    if KEARLY:  # its key tile was issued during step j - 1
+        _issue_one(V_DESC, v_smem, vbar, krow + jn * BLOCK_N, col, pslot, jn < kt, BLOCK_N, D)
+    else:
+        _issue_kv(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, krow + jn * BLOCK_N, col, pslot, jn < kt, BLOCK_N, D)
     return m_i, l_i, acc, p_prev
 
 
@@ -303,7 +321,7 @@ def relbias_fwd_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
-    P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False,
+    P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, KEARLY: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -388,6 +406,10 @@ def relbias_fwd_gluon_kernel(
                 mbarrier.wait(kbar.index(0), 0)
                 s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)),
                                   gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_l), use_acc=False)
+            if KEARLY:  # key tile 0 read: its slot takes key tile STAGES
+                if BLOCK_M > 64:
+                    gl.thread_barrier()
+                _issue_one(K_DESC, k_smem, kbar, krow + STAGES * BLOCK_N, col, 0, STAGES < kt, BLOCK_N, D)
             s = _tile_scores(s, tab, first_pos - (lo + BLOCK_N - 1) + shift, E, lo, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
                              BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
             m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
@@ -404,19 +426,19 @@ def relbias_fwd_gluon_kernel(
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY, ACC, bias_mul)
+                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY)
         for j in range(j1, j2):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY, ACC, bias_mul)
+                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY)
         for j in range(j2, kt):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY, ACC, bias_mul)
+                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY)
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)

@@ -159,6 +159,16 @@ def _variants():
                          CLAMP=clamp, PERTURB=0, PIPE=pipe, GATHER=gather, EARLY=gc.bias_early, P_SMEM=gc.p_smem,
                          LAZY=gc.lazy_rescale, ACC=gc.bias_acc),
                     dict(num_warps=gc.num_warps)))
+    for D, w, win in ((128, 4, False), (128, 8, True)):
+        gc = gluon_fwd_config(D, num_warps=w, k_early=True)
+        desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
+        out.append((f"relbias_fwd_gluon D{D} bn{gc.block_n} w{w} s{gc.stages} pipe1 acc k_early"
+                    + (" window" if win else ""), relbias_fwd_gluon_kernel,
+                    dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
+                         CU_K="*i32"),
+                    dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=gc.block_n, STAGES=gc.stages, HAS_WINDOW=win,
+                         CLAMP=False, PERTURB=0, PIPE=True, GATHER=True, ACC=gc.bias_acc, KEARLY=True),
+                    dict(num_warps=w)))
     from ..relbias.config import GLUON_WS_MAXNREG
     from ..relbias.kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel, relbias_fwd_gluon_ws_persistent_kernel
     for D, bn, win, clamp, pp, bacc in ((128, 64, False, False, False, True), (128, 128, False, False, True, True),
