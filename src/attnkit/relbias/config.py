@@ -210,8 +210,8 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", False,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
-                        "so one's softmax runs under the other's products; off: 1-3 % slower at 128-key tiles, up to "
-                        "15 % at 64 (relbias-gluon-ws-2 sweep)")
+                        "so one's softmax runs under the other's products; off: 1-7 % slower at 128-key tiles (a tie "
+                        "on chunks of 48), up to 15 % at 64 (relbias-gluon-ws-2 sweep)")
 GLUON_PERSISTENT = Switch("gluon_persistent", "ATTNKIT_RELBIAS_GLUON_PERSISTENT", False,
                           "warp-specialized Gluon forward kernel (gluon_ws) on a persistent grid: one program per SM "
                           "walking the work items (query blocks from the last), so one item's prologue and epilogue "
