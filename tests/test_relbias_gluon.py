@@ -199,24 +199,26 @@ def test_gluon_forward_matches_the_oracle(case_id, pipe):
     assert c.ok, c.reason
 
 
-@pytest.mark.parametrize("opts", [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_stages=3),
-                                  dict(gluon_bias_gather=False), dict(gluon_p_smem=True), dict(gluon_bias_early=True),
-                                  dict(gluon_p_smem=True, gluon_bias_early=True, num_stages=3),
-                                  dict(gluon_lazy_rescale=True),
-                                  dict(gluon_lazy_rescale=True, gluon_p_smem=True, gluon_bias_early=True),
-                                  dict(gluon_bias_acc=True), dict(gluon_bias_acc=True, gluon_lazy_rescale=True),
-                                  dict(gluon_bias_acc=True, gluon_bias_gather=False, gluon_lazy_rescale=True),
-                                  dict(gluon_ws=True), dict(gluon_ws=True, block_n=64),
-                                  dict(gluon_ws=True, gluon_pingpong=True),
-                                  dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_bias_acc=False),
-                                  dict(gluon_ws=True, block_n=64, num_stages=3, gluon_bias_gather=False),
-                                  dict(gluon_ws=True, gluon_persistent=True),
-                                  dict(gluon_ws=True, gluon_persistent=True, gluon_pingpong=True, block_n=64),
-                                  dict(gluon_ws=True, gluon_k_release=True),
-                                  dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True),
-                                  dict(gluon_ws=False, gluon_k_early=True),
-                                  dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3)],
-                         ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))  # selectable: -k gluon_ws
+TILE_OPTIONS = [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_stages=3),
+                dict(gluon_bias_gather=False), dict(gluon_p_smem=True), dict(gluon_bias_early=True),
+                dict(gluon_p_smem=True, gluon_bias_early=True, num_stages=3),
+                dict(gluon_lazy_rescale=True),
+                dict(gluon_lazy_rescale=True, gluon_p_smem=True, gluon_bias_early=True),
+                dict(gluon_bias_acc=True), dict(gluon_bias_acc=True, gluon_lazy_rescale=True),
+                dict(gluon_bias_acc=True, gluon_bias_gather=False, gluon_lazy_rescale=True),
+                dict(gluon_ws=True), dict(gluon_ws=True, block_n=64),
+                dict(gluon_ws=True, gluon_pingpong=True),
+                dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_bias_acc=False),
+                dict(gluon_ws=True, block_n=64, num_stages=3, gluon_bias_gather=False),
+                dict(gluon_ws=True, gluon_persistent=True),
+                dict(gluon_ws=True, gluon_persistent=True, gluon_pingpong=True, block_n=64),
+                dict(gluon_ws=True, gluon_k_release=True),
+                dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True),
+                dict(gluon_ws=False, gluon_k_early=True),
+                dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3)]
+
+
+@pytest.mark.parametrize("opts", TILE_OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_gluon_tile_options_match_the_oracle(opts):
     _gluon_gpu()
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), "cuda", 0)
@@ -225,6 +227,22 @@ def test_gluon_tile_options_match_the_oracle(opts):
     base, base_lse = relbias_baseline(inp)
     c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
     assert c.ok, c.reason
+
+
+_CONFIG_ARGS = {"block_n": "block_n", "num_warps": "num_warps", "num_stages": "num_stages", "gluon_pipe": "pipe",
+                "gluon_bias_gather": "bias_gather", "gluon_bias_early": "bias_early", "gluon_p_smem": "p_smem",
+                "gluon_lazy_rescale": "lazy_rescale", "gluon_bias_acc": "bias_acc", "gluon_ws": "ws",
+                "gluon_pingpong": "pingpong", "gluon_persistent": "persistent", "gluon_k_release": "k_release",
+                "gluon_k_early": "k_early"}
+
+
+@pytest.mark.parametrize("opts", TILE_OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_every_tile_option_set_is_a_valid_config(opts):
+    """On the CPU: each option set of the GPU test above is a tile the Gluon kernels can run (so the GPU test
+    checks the kernel, not a configuration error)."""
+    kw = {_CONFIG_ARGS[k]: v for k, v in opts.items()}
+    kw["ws"] = bool(kw.get("ws"))
+    gluon_fwd_config(128, **kw)
 
 
 def test_gluon_forward_in_a_cuda_graph():
