@@ -128,9 +128,9 @@ def _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_sc
 @gluon.jit
 def _program_block(CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.constexpr, PERTURB: gl.constexpr,
                    HEAVY_FIRST: gl.constexpr):
-    """This program's query block, sequence and head: (block index, sequence b, query head h, its KV head g, the
-    sequence's query start and length, key start and length, the window). PERTURB 4 mixes up the GQA group, 3
-    widens the window by one; HEAVY_FIRST launches the last query blocks (the most keys) first."""
+    """This program's query block, sequence and head: (block index, query head h, then what _sequence_head returns
+    for sequence b and head h; written out here, as calling it reorders the SASS of some gated variants). HEAVY_FIRST
+    launches the last query blocks (the most keys) first."""
     if HEAVY_FIRST:  # the last query blocks see the most keys: launched first (a shorter tail)
         pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
     else:
@@ -150,6 +150,25 @@ def _program_block(CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.constexpr, PE
     else:
         win = window
     return pid_m, h, g, q_start, seqlen_q, k_start, seqlen_k, win
+
+
+@gluon.jit
+def _sequence_head(b, h, CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.constexpr, PERTURB: gl.constexpr):
+    """Sequence b and query head h: (its KV head g, the sequence's query start and length, key start and length,
+    the window). PERTURB 4 mixes up the GQA group, 3 widens the window by one."""
+    if PERTURB == 4:
+        g = (h // GROUP + 1) % (HQ // GROUP)
+    else:
+        g = h // GROUP
+    q_start = gl.load(CU_Q + b)
+    seqlen_q = gl.load(CU_Q + b + 1) - q_start
+    k_start = gl.load(CU_K + b)
+    seqlen_k = gl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+    return g, q_start, seqlen_q, k_start, seqlen_k, win
 
 
 @gluon.jit

@@ -34,7 +34,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from .kernel_fwd_gluon import LOG2E, _program_block, _softmax, _tile_bias, _tile_scores, _write_out
+from .kernel_fwd_gluon import (LOG2E, _program_block, _sequence_head, _softmax, _tile_bias, _tile_scores,
+                               _write_out)
 
 WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
 WG_WARPS: gl.constexpr = gl.constexpr(4)
@@ -238,39 +239,14 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
 
 
 @gluon.jit
-def relbias_fwd_gluon_ws_kernel(
-    Q, K_DESC, V_DESC, TABLE, OUT, LSE, CU_Q, CU_K,
-    sm_scale, E, window,
-    stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
-    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-    HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
-    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
-):
-    BLOCK_M: gl.constexpr = 2 * WG_ROWS
-    D: gl.constexpr = HEAD_DIM
-    gl.static_assert(gl.num_warps() == WG_WARPS, "launched with num_warps 4 (the first consumer warpgroup)")
-    gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
-    gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+def _ws_buffers(Q, K_DESC, D: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+                KREL: gl.constexpr):
+    """The warp-specialized kernels' shared memory, set up before the partitions fork: both warpgroups' Q, the key /
+    value ring and its barriers (full: kbar, vbar; empty: both consumers release each slot; kempty: KREL's key slots,
+    else empty itself) and the turn pair (consumer 0 holds the first turn with PINGPONG)."""
     dtype: gl.constexpr = Q.dtype.element_ty
     q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
     kv_sl: gl.constexpr = K_DESC.layout
-
-    pid_m, h, g, q_start, seqlen_q, k_start, seqlen_k, win = _program_block(CU_Q, CU_K, window, HQ, GROUP, PERTURB,
-                                                                            HEAVY_FIRST)
-    m0 = pid_m * BLOCK_M
-
-    # ---- the union of the two warpgroups' key ranges: causal upper end of the block, window lower end of its first
-    # row (tiles outside both are never loaded)
-    first_pos = seqlen_k - seqlen_q + m0
-    last_pos = first_pos + BLOCK_M - 1
-    hi = gl.minimum(seqlen_k, last_pos + 1)
-    hi = gl.where(m0 < seqlen_q, hi, 0)
-    lo = 0
-    if HAS_WINDOW:
-        lo = gl.maximum(0, first_pos - win + 1)
-        lo = (lo // BLOCK_N) * BLOCK_N
-    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
-
     q_all = gl.allocate_shared_memory(dtype, [2, WG_ROWS, D], q_sl)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
@@ -292,6 +268,41 @@ def relbias_fwd_gluon_ws_kernel(
     if PINGPONG:
         mbarrier.arrive(turn.index(0), count=1)  # consumer 0 takes the first turn
     fence_async_shared()
+    return q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn
+
+
+@gluon.jit
+def relbias_fwd_gluon_ws_kernel(
+    Q, K_DESC, V_DESC, TABLE, OUT, LSE, CU_Q, CU_K,
+    sm_scale, E, window,
+    stride_qt, stride_qh, stride_ot, stride_oh, stride_lt,
+    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+    HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
+    GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
+):
+    BLOCK_M: gl.constexpr = 2 * WG_ROWS
+    D: gl.constexpr = HEAD_DIM
+    gl.static_assert(gl.num_warps() == WG_WARPS, "launched with num_warps 4 (the first consumer warpgroup)")
+    gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
+    gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    pid_m, h, g, q_start, seqlen_q, k_start, seqlen_k, win = _program_block(CU_Q, CU_K, window, HQ, GROUP, PERTURB,
+                                                                            HEAVY_FIRST)
+    m0 = pid_m * BLOCK_M
+
+    # ---- the union of the two warpgroups' key ranges: causal upper end of the block, window lower end of its first
+    # row (tiles outside both are never loaded)
+    first_pos = seqlen_k - seqlen_q + m0
+    last_pos = first_pos + BLOCK_M - 1
+    hi = gl.minimum(seqlen_k, last_pos + 1)
+    hi = gl.where(m0 < seqlen_q, hi, 0)
+    lo = 0
+    if HAS_WINDOW:
+        lo = gl.maximum(0, first_pos - win + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+
+    q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
+                                                                           PINGPONG, KREL)
 
     gl.warp_specialize([
         (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
@@ -317,20 +328,9 @@ def _ws_work(t, n_m, n_bh, CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.const
     start and length, the window and the union of its two warpgroups' key ranges (lo, kt)."""
     pid_m = n_m - 1 - t // n_bh
     rest = t % n_bh
-    b = rest // HQ
     h = rest % HQ
-    if PERTURB == 4:
-        g = (h // GROUP + 1) % (HQ // GROUP)
-    else:
-        g = h // GROUP
-    q_start = gl.load(CU_Q + b)
-    seqlen_q = gl.load(CU_Q + b + 1) - q_start
-    k_start = gl.load(CU_K + b)
-    seqlen_k = gl.load(CU_K + b + 1) - k_start
-    if PERTURB == 3:
-        win = window + 1
-    else:
-        win = window
+    g, q_start, seqlen_q, k_start, seqlen_k, win = _sequence_head(rest // HQ, h, CU_Q, CU_K, window, HQ, GROUP,
+                                                                  PERTURB)
     m0 = pid_m * (2 * WG_ROWS)
     first_pos = seqlen_k - seqlen_q + m0
     hi = gl.minimum(seqlen_k, first_pos + 2 * WG_ROWS)
@@ -395,30 +395,8 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     gl.static_assert(gl.num_warps() == WG_WARPS, "launched with num_warps 4 (the first consumer warpgroup)")
     gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
     gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
-    dtype: gl.constexpr = Q.dtype.element_ty
-    q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
-    kv_sl: gl.constexpr = K_DESC.layout
-    q_all = gl.allocate_shared_memory(dtype, [2, WG_ROWS, D], q_sl)
-    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
-    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, D], kv_sl)
-    kbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    vbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(kbar.index(i), count=1)
-        mbarrier.init(vbar.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)  # both consumers release each tile
-    kempty = empty
-    if KREL:  # the key slots released apart from the value slots
-        kempty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(kempty.index(i), count=2)
-    mbarrier.init(turn.index(0), count=1)
-    mbarrier.init(turn.index(1), count=1)
-    if PINGPONG:
-        mbarrier.arrive(turn.index(0), count=1)  # consumer 0 takes the first turn
-    fence_async_shared()
+    q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
+                                                                           PINGPONG, KREL)
 
     gl.warp_specialize([
         (_ws_consumer_loop, (0, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
