@@ -171,7 +171,8 @@ def _variants():
                     dict(num_warps=w)))
     from ..relbias.config import GLUON_WS_MAXNREG
     from ..relbias.kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel, relbias_fwd_gluon_ws_persistent_kernel
-    for D, bn, win, clamp, pp, bacc in ((128, 64, False, False, False, True), (128, 128, False, False, True, True),
+    for D, bn, win, clamp, pp, bacc in ((128, 64, False, False, False, True), (128, 128, False, False, False, True),
+                                        (128, 128, False, False, True, True),
                                         (64, 128, True, True, True, False), (128, 64, True, False, True, True)):
         gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
