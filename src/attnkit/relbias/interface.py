@@ -168,8 +168,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     turns issuing their products; off: no faster) and ``gluon_persistent`` (on a persistent grid, one program per SM
     walking the work items; off, not timed) and ``gluon_k_release`` (its key slots released after the score
     products, so the next key tile loads during the softmax; off, not timed); ``gluon_k_early`` (the one-warpgroup
-    kernel's key tile j + num_stages issued once S_j is done; off, not timed) and the tile options ``block_n``, ``num_warps``,
-    ``num_stages``;
+    kernel's key tile j + num_stages issued once S_j is done; off, not timed) and the tile options ``block_n``,
+    ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles.
@@ -304,29 +304,20 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
     k_desc, v_desc = (TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [cfg.block_n, D], KV_LAYOUT)
                       for t in (k, v))
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
-    if cfg.ws and cfg.persistent:
-        from .kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_persistent_kernel
-        n_m, n_bh = triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B * Hq
-        sm = torch.cuda.get_device_properties(q.device).multi_processor_count
-        relbias_fwd_gluon_ws_persistent_kernel[(min(n_m * n_bh, sm),)](
-            q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0, n_m, n_bh,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0),
-            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
-            CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], GATHER=cfg.bias_gather,
-            ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong, KREL=cfg.k_release, num_warps=4,
-            maxnreg=GLUON_WS_MAXNREG,
-        )
-        return
-    if cfg.ws:
-        from .kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel
-        relbias_fwd_gluon_ws_kernel[grid](
-            q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0),
-            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
-            CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, GATHER=cfg.bias_gather,
-            ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong, KREL=cfg.k_release, num_warps=4,
-            maxnreg=GLUON_WS_MAXNREG,
-        )
+    if cfg.ws:  # the warp-specialized kernel: on one program per (query block, sequence, head), or persistent
+        from .kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel, relbias_fwd_gluon_ws_persistent_kernel
+        meta = dict(HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages,
+                    HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
+                    GATHER=cfg.bias_gather, ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong,
+                    KREL=cfg.k_release, num_warps=4, maxnreg=GLUON_WS_MAXNREG)
+        strides = (q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0))
+        head = (q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0)
+        if cfg.persistent:
+            n_m, n_bh = grid[0], B * Hq
+            sm = torch.cuda.get_device_properties(q.device).multi_processor_count
+            relbias_fwd_gluon_ws_persistent_kernel[(min(n_m * n_bh, sm),)](*head, n_m, n_bh, *strides, **meta)
+        else:
+            relbias_fwd_gluon_ws_kernel[grid](*head, *strides, HEAVY_FIRST=heavy, **meta)
         return
     relbias_fwd_gluon_kernel[grid](
         q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0,

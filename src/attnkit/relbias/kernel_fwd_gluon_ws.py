@@ -34,8 +34,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from .kernel_fwd_gluon import (LOG2E, _program_block, _sequence_head, _softmax, _tile_bias, _tile_scores,
-                               _write_out)
+from .kernel_fwd_gluon import (LOG2E, _key_range, _program_block, _sequence_head, _softmax, _tile_bias,
+                               _tile_scores, _write_out)
 
 WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
 WG_WARPS: gl.constexpr = gl.constexpr(4)
@@ -290,7 +290,8 @@ def relbias_fwd_gluon_ws_kernel(
     m0 = pid_m * BLOCK_M
 
     # ---- the union of the two warpgroups' key ranges: causal upper end of the block, window lower end of its first
-    # row (tiles outside both are never loaded)
+    # row (tiles outside both are never loaded); _key_range's arithmetic, written out here because calling it
+    # reorders the SASS of the gated windowed variants
     first_pos = seqlen_k - seqlen_q + m0
     last_pos = first_pos + BLOCK_M - 1
     hi = gl.minimum(seqlen_k, last_pos + 1)
@@ -332,14 +333,7 @@ def _ws_work(t, n_m, n_bh, CU_Q, CU_K, window, HQ: gl.constexpr, GROUP: gl.const
     g, q_start, seqlen_q, k_start, seqlen_k, win = _sequence_head(rest // HQ, h, CU_Q, CU_K, window, HQ, GROUP,
                                                                   PERTURB)
     m0 = pid_m * (2 * WG_ROWS)
-    first_pos = seqlen_k - seqlen_q + m0
-    hi = gl.minimum(seqlen_k, first_pos + 2 * WG_ROWS)
-    hi = gl.where(m0 < seqlen_q, hi, 0)
-    lo = 0
-    if HAS_WINDOW:
-        lo = gl.maximum(0, first_pos - win + 1)
-        lo = (lo // BLOCK_N) * BLOCK_N
-    kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    first_pos, last_pos, hi, lo, kt = _key_range(m0, seqlen_q, seqlen_k, win, 2 * WG_ROWS, BLOCK_N, HAS_WINDOW)
     return m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt
 
 
