@@ -49,6 +49,9 @@ def test_gluon_tile_rule_and_its_errors():
     assert gluon_fwd_config(128, ws=True, persistent=True).persistent
     with pytest.raises(ValueError, match="gluon_k_release"):
         gluon_fwd_config(128, k_release=True)
+    # the key-release rule: on with the warp-specialized kernel, off (and refused) without it
+    assert gluon_fwd_config(128, ws=True).k_release and not gluon_fwd_config(128, ws=True, k_release=False).k_release
+    assert not gluon_fwd_config(128).k_release
     for kw in (dict(ws=True), dict(pipe=False)):
         with pytest.raises(ValueError, match="gluon_k_early"):
             gluon_fwd_config(128, k_early=True, **kw)

@@ -212,20 +212,31 @@ GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", Fals
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
                         "so one's softmax runs under the other's products; off: 1-7 % slower at 128-key tiles (a tie "
                         "on chunks of 48), up to 15 % at 64 (relbias-gluon-ws-2 sweep)")
+# Off: at 0da00a4 (benchmarks/sweeps/h200-0da00a4/sweep-relbias-gluon-ws-3.json, paired against the rule) the
+# persistent grid with the early key release was 3 % faster than the early key release alone on 8 chunks of 128 rows
+# against 8K keys (564 against 583 us) and 5 % slower at prefill 8K global (2360 against 2251); without the early
+# release it was slower at 8K global (2428 against 2299) and faster on the chunks (602 against 618).
 GLUON_PERSISTENT = Switch("gluon_persistent", "ATTNKIT_RELBIAS_GLUON_PERSISTENT", False,
                           "warp-specialized Gluon forward kernel (gluon_ws) on a persistent grid: one program per SM "
                           "walking the work items (query blocks from the last), so one item's prologue and epilogue "
-                          "overlap its neighbours' work; not yet timed, so off")
+                          "overlap its neighbours' work; off: 5 % slower at prefill 8K global, 3 % faster on chunks of "
+                          "128 rows (relbias-gluon-ws-3 sweep)")
+# Off: at 0da00a4 (same sweep) no faster than the one-warpgroup rule: 8K global 2672 against 2641 us, window 1024
+# 692 against 701, varlen 1177 against 1192, D 64 1595 against 1599, chunks of 128 / 48 677 / 431 against 693 / 427.
 GLUON_K_EARLY = Switch("gluon_k_early", "ATTNKIT_RELBIAS_GLUON_K_EARLY", False,
                        "one-warpgroup Gluon forward kernel (with gluon_pipe): tile j's key slot takes key tile j + "
                        "num_stages as soon as S_j is done, during the softmax, instead of with the value slot after "
                        "P_{j-1} V_{j-1} (which leaves the next key tile's copy latency exposed when the ring is 2 "
-                       "deep); not yet timed, so off")
-GLUON_K_RELEASE = Switch("gluon_k_release", "ATTNKIT_RELBIAS_GLUON_K_RELEASE", False,
+                       "deep); off: within 2 % either way on the six prefill cases (relbias-gluon-ws-3 sweep)")
+# On with gluon_ws: at 0da00a4 (same sweep, paired ratios of the rule's time, which released the key slots with the
+# value slots) 2 % faster at prefill 8K global (1.020 [1.020-1.035]: 2251 against 2299 us) and 6 % faster on 8 chunks
+# of 128 rows against 8K keys (1.064: 583 against 618); the cases the rule sends to the one-warpgroup kernel are not
+# affected.
+GLUON_K_RELEASE = Switch("gluon_k_release", "ATTNKIT_RELBIAS_GLUON_K_RELEASE", None,
                          "warp-specialized Gluon forward kernel (gluon_ws): each key slot released to the producer as "
                          "soon as both consumers' score products read it (its own empty barriers), instead of with its "
                          "value slot after the value product, so key tile j + 1 is loaded during tile j's softmax and "
-                         "not after it; not yet timed, so off")
+                         "not after it; default: on with gluon_ws (2-6 % faster, relbias-gluon-ws-3 sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -381,15 +392,15 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool = False,
-                     persistent: bool = False, k_release: bool = False, k_early: bool = False) -> GluonFwdConfig:
+                     persistent: bool = False, k_release: bool | None = None, k_early: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
     num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
     128 query rows a program); pingpong: its consumers take turns; persistent: on a persistent grid; k_release:
-    its key slots released after the score products; k_early: the one-warpgroup kernel's key tiles issued after
-    the score products."""
+    its key slots released after the score products (None: the rule, on with ws); k_early: the one-warpgroup
+    kernel's key tiles issued after the score products."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -403,6 +414,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_persistent: the persistent grid of the warp-specialized kernel (gluon_ws)")
     if k_release and not ws:
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
+    if k_release is None:  # the rule (GLUON_K_RELEASE)
+        k_release = ws
     if k_early and (ws or not pipe):
         raise ValueError("gluon_k_early: the one-warpgroup kernel's overlapped schedule only (gluon_pipe, not "
                          "gluon_ws; the warp-specialized kernel has gluon_k_release)")

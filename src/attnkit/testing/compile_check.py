@@ -171,18 +171,23 @@ def _variants():
                     dict(num_warps=w)))
     from ..relbias.config import GLUON_WS_MAXNREG
     from ..relbias.kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel, relbias_fwd_gluon_ws_persistent_kernel
-    for D, bn, win, clamp, pp, bacc in ((128, 64, False, False, False, True), (128, 128, False, False, False, True),
-                                        (128, 128, False, False, True, True),
-                                        (64, 128, True, True, True, False), (128, 64, True, False, True, True)):
-        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp)
+    for D, bn, win, clamp, pp, bacc, krel in ((128, 64, False, False, False, True, False),
+                                              (128, 128, False, False, False, True, False),
+                                              (128, 128, False, False, True, True, False),
+                                              (64, 128, True, True, True, False, False),
+                                              (128, 64, True, False, True, True, False),
+                                              (128, 128, False, False, False, True, True),  # as dispatched
+                                              (128, 128, True, True, True, True, True)):
+        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon_ws D{D} bn{bn} s{gc.stages}" + (" pingpong" if pp else "")
-                    + (" acc" if bacc else "") + (" window" if win else "") + (" clamp" if clamp else ""),
+                    + (" acc" if bacc else "") + (" window" if win else "") + (" clamp" if clamp else "")
+                    + (" krel" if krel else ""),
                     relbias_fwd_gluon_ws_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=gc.stages, HAS_WINDOW=win, CLAMP=clamp,
-                         PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp),
+                         PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp, KREL=gc.k_release),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     for D, win, pp, krel in ((128, False, False, False), (64, True, True, False), (128, False, False, True),
                              (128, True, True, True)):
