@@ -52,6 +52,12 @@ def test_gluon_tile_rule_and_its_errors():
     # the key-release rule: on with the warp-specialized kernel, off (and refused) without it
     assert gluon_fwd_config(128, ws=True).k_release and not gluon_fwd_config(128, ws=True, k_release=False).k_release
     assert not gluon_fwd_config(128).k_release
+    # the turns: on with the warp-specialized kernel, and required there (without them it returned wrong rows under
+    # concurrent GPU load); the stress experiment's diagnostic still builds the refused configuration
+    assert gluon_fwd_config(128, ws=True).pingpong and not gluon_fwd_config(128).pingpong
+    with pytest.raises(ValueError, match="gluon_pingpong=False"):
+        gluon_fwd_config(128, ws=True, pingpong=False)
+    assert not gluon_fwd_config(128, ws=True, pingpong=False, _no_turns=True).pingpong
     for kw in (dict(ws=True), dict(pipe=False)):
         with pytest.raises(ValueError, match="gluon_k_early"):
             gluon_fwd_config(128, k_early=True, **kw)
@@ -130,12 +136,15 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
                    (dict(num_warps=8), False), (dict(gluon_pingpong=True), True),
                    (dict(gluon_persistent=True), True), (dict(gluon_k_release=True), True),
-                   (dict(gluon_k_early=True), False)):
+                   (dict(gluon_k_early=True), False), (dict(gluon_pingpong=False), False)):
         relbias_kernel_call(inp, force="fwd", **kw)
         assert cfgs.pop().ws == ws, kw
     assert cfgs == []
     relbias_kernel_call(inp, force="fwd")
-    assert cfgs.pop().block_n == 128  # its key tile
+    c = cfgs.pop()
+    assert c.block_n == 128 and c.pingpong and c.k_release  # its key tile, its consumers' turns, the key release
+    with pytest.raises(ValueError, match="gluon_pingpong=False"):  # the refused kernel without turns
+        relbias_kernel_call(inp, force="fwd", gluon_ws=True, gluon_pingpong=False)
 
 
 def test_the_rule_runs_gluon_on_sm90():
@@ -210,12 +219,12 @@ TILE_OPTIONS = [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_sta
                 dict(gluon_bias_acc=True), dict(gluon_bias_acc=True, gluon_lazy_rescale=True),
                 dict(gluon_bias_acc=True, gluon_bias_gather=False, gluon_lazy_rescale=True),
                 dict(gluon_ws=True), dict(gluon_ws=True, block_n=64),
-                dict(gluon_ws=True, gluon_pingpong=True),
+                dict(gluon_ws=True, gluon_k_release=False),
                 dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_bias_acc=False),
                 dict(gluon_ws=True, block_n=64, num_stages=3, gluon_bias_gather=False),
                 dict(gluon_ws=True, gluon_persistent=True),
                 dict(gluon_ws=True, gluon_persistent=True, gluon_pingpong=True, block_n=64),
-                dict(gluon_ws=True, gluon_k_release=True),
+                dict(gluon_ws=True, gluon_k_release=True, block_n=64),
                 dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True),
                 dict(gluon_ws=False, gluon_k_early=True),
                 dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3)]

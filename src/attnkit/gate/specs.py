@@ -144,11 +144,12 @@ for _name, _kw, _what in (
          "per score (gluon_bias_gather=False), on the same shapes"),
         ("relbias/gluon_fwd_ws", dict(gluon_ws=True, block_n=64, gluon_k_release=False), "kernel: the "
          "warp-specialized Gluon forward kernel (a TMA producer warp, two consumer warpgroups sharing each key / value "
-         "tile; gluon_ws) over 64-key tiles, each key slot released with its value slot (gluon_k_release=False), on "
-         "the same shapes"),
+         "tile, taking turns; gluon_ws) over 64-key tiles, each key slot released with its value slot "
+         "(gluon_k_release=False), on the same shapes"),
         ("relbias/gluon_fwd_ws_bn128", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel over "
-         "its default 128-key tiles with its key slots released after the score products (gluon_k_release, on by "
-         "default; as dispatched by gluon_ws_rule on sm_90 for long global sequences at D 128), on the same shapes"),
+         "its default 128-key tiles, its consumers taking turns and its key slots released after the score products "
+         "(gluon_pingpong, gluon_k_release: the defaults; as dispatched by gluon_ws_rule on sm_90 for long global "
+         "sequences at D 128), on the same shapes"),
         ("relbias/gluon_fwd_ws_persistent", dict(gluon_ws=True, gluon_persistent=True, gluon_k_release=False),
          "kernel: the warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent: one program per "
          "SM walking the work items, the ring's phases carried across them), each key slot released with its value "
@@ -159,9 +160,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_ws_krel", dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True), "kernel: "
          "the warp-specialized Gluon forward kernel with its key slots released after the score products "
          "(gluon_k_release), on the persistent grid, on the same shapes"),
-        ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128), "kernel: the "
-         "warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over 128-key tiles, "
-         "its key slots released after the score products (gluon_k_release's default), on the same shapes"),
+        ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_k_release=False),
+         "kernel: the warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over "
+         "128-key tiles, each key slot released with its value slot (gluon_k_release=False), on the same shapes"),
         ("relbias/gluon_fwd_acc_lazy", dict(gluon_bias_acc=True, gluon_lazy_rescale=True), "kernel: the Gluon "
          "forward kernel with the bias starting the score product's accumulator (gluon_bias_acc) and lazy rescaling "
          "(gluon_lazy_rescale), on the same shapes"),

@@ -207,11 +207,23 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
                   "consumer warpgroups of 64 query rows sharing each key / value tile (128 rows a program, as cuDNN "
                   "and FlashAttention-3 on sm_90); with gluon_pipe, without gluon_p_smem, gluon_bias_early and "
                   "gluon_lazy_rescale; default: the rule gluon_ws_rule (long global key ranges at D 128)")
-GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", False,
+# On, and required, with gluon_ws. Without the turns the kernel returned wrong rows when other processes kept the
+# GPU busy: at 69133fe, five processes calling it side by side on one H200, prefill 8K global (128-key tiles) had wrong
+# rows in 970 of 2857 calls (the first rows of a consumer's 64, in the last heads launched; some NaN), 21 of 3063 with
+# gluon_k_release, and the decode-shaped case (one query row against 64K keys) faulted with an illegal memory access
+# after 5 calls; with the turns, 0 wrong in 2850 (prefill 8K, key release on) + 2849 (off) + 947 + 2034 (decode)
+# + 13824 (varlen) calls, and the one-warpgroup kernel 0 in 2852 + 5749 + 2906
+# (benchmarks/experiments/relbias-ws-stress-h200-69133fe.json; reproduce with
+# benchmarks/experiments/relbias_ws_stress.py). Alone on the GPU both passed every gate. The cause is not known: the
+# turns order the two consumers' product issue, and the synchronization model (tests/test_relbias_ws_protocol.py)
+# finds no hazard without them. Cost of the turns (relbias-gluon-ws-2 sweep, 128-key tiles): 1 % at prefill 8K
+# global (2265 against 2241 us), 1 % on chunks of 128 (623 against 615).
+GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", None,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
-                        "so one's softmax runs under the other's products; off: 1-7 % slower at 128-key tiles (a tie "
-                        "on chunks of 48), up to 15 % at 64 (relbias-gluon-ws-2 sweep)")
+                        "so one's softmax runs under the other's products; default: on with gluon_ws, and "
+                        "gluon_pingpong=False with gluon_ws is refused: without the turns the kernel returned wrong "
+                        "rows under concurrent GPU load (config.py)")
 # Off: at 0da00a4 (benchmarks/sweeps/h200-0da00a4/sweep-relbias-gluon-ws-3.json, paired against the rule) the
 # persistent grid with the early key release was 3 % faster than the early key release alone on 8 chunks of 128 rows
 # against 8K keys (564 against 583 us) and 5 % slower at prefill 8K global (2360 against 2251); without the early
@@ -391,14 +403,17 @@ def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None,
 def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int | None = None,
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
-                     bias_acc: bool | None = None, ws: bool = False, pingpong: bool = False,
-                     persistent: bool = False, k_release: bool | None = None, k_early: bool = False) -> GluonFwdConfig:
+                     bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
+                     persistent: bool = False, k_release: bool | None = None, k_early: bool = False,
+                     _no_turns: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
     num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
-    128 query rows a program); pingpong: its consumers take turns; persistent: on a persistent grid; k_release:
+    128 query rows a program); pingpong: its consumers take turns (None: on with ws; False with ws is refused, see
+    GLUON_PINGPONG, but for _no_turns, the stress experiment's way to run the refused kernel); persistent: on a
+    persistent grid; k_release:
     its key slots released after the score products (None: the rule, on with ws); k_early: the one-warpgroup
     kernel's key tiles issued after the score products."""
     if head_dim not in GLUON_HEAD_DIMS:
@@ -416,6 +431,13 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
+    if ws and not _no_turns:  # the turns are required (GLUON_PINGPONG)
+        if pingpong is False:
+            raise ValueError("gluon_pingpong=False: the warp-specialized kernel (gluon_ws) without its consumers' "
+                             "turns returned wrong rows under concurrent GPU load (attnkit/relbias/config.py, "
+                             "GLUON_PINGPONG), so it is not offered; leave gluon_pingpong unset or set gluon_ws=False")
+        pingpong = True
+    pingpong = bool(pingpong)
     if k_early and (ws or not pipe):
         raise ValueError("gluon_k_early: the one-warpgroup kernel's overlapped schedule only (gluon_pipe, not "
                          "gluon_ws; the warp-specialized kernel has gluon_k_release)")

@@ -176,9 +176,11 @@ def _variants():
                                               (128, 128, False, False, True, True, False),
                                               (64, 128, True, True, True, False, False),
                                               (128, 64, True, False, True, True, False),
-                                              (128, 128, False, False, False, True, True),  # as dispatched
+                                              (128, 128, False, False, False, True, True),
+                                              (128, 128, False, False, True, True, True),  # as dispatched
                                               (128, 128, True, True, True, True, True)):
-        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel)
+        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel,
+                              _no_turns=not pp)  # without turns: refused at run time, compiled for the SASS record
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon_ws D{D} bn{bn} s{gc.stages}" + (" pingpong" if pp else "")
                     + (" acc" if bacc else "") + (" window" if win else "") + (" clamp" if clamp else "")
