@@ -35,13 +35,14 @@ KERNEL_PATHS = {
         ("forward in Gluon for sm_90 (the dispatched prefill path there for contiguous bf16 / fp16 k, v at D 64 / 128, "
          "but where gluon_ws_rule picks the warp-specialized kernel; "
          "TMA key / value ring, one warpgroup of 64 rows, warpgroup MMAs, the value product overlapped with the next "
-         "tile's softmax, the bias starting the score product; gated on the H200 at aac31d0): 1.08-1.39x faster than "
-         "the Triton kernel; prefill 8K 2513 us, 2.33x faster than FlexAttention score_mod, 1.43x cuDNN without bias "
-         "(the 1.15x target is not met); window and varlen 0.87x / 0.89x FlexAttention without bias", "implemented"),
+         "tile's softmax, the bias starting the score product; gated on the H200 at aac31d0 and c9db574): "
+         "1.22-1.40x faster than the Triton kernel; window and varlen 0.86x / 0.89x FlexAttention without bias, "
+         "2.5x / 3.3x faster than FlexAttention score_mod", "implemented"),
         ("forward in Gluon for sm_90, warp-specialized (a TMA producer warp, two consumer warpgroups sharing each "
-         "key / value tile; dispatched for global D 128 layers with long sequences by gluon_ws_rule; gated on the "
-         "H200 at 9c5b237): 13 % faster than the one-warpgroup kernel at prefill 8K (2209 against 2557 us, sweep); "
-         "against cuDNN not measured in the same run (about 1.25x across runs)", "implemented"),
+         "key / value tile and taking turns, key slots released after the score products; dispatched for global D 128 "
+         "layers with long sequences by gluon_ws_rule; gated on the H200 at c9db574, and stress-checked with five "
+         "processes sharing the GPU, which found wrong rows without the turns, now refused): prefill 8K 2142 us, "
+         "1.23x cuDNN without bias (the 1.15x target is not met), 2.7x faster than FlexAttention score_mod", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),

@@ -208,16 +208,18 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
                   "and FlashAttention-3 on sm_90); with gluon_pipe, without gluon_p_smem, gluon_bias_early and "
                   "gluon_lazy_rescale; default: the rule gluon_ws_rule (long global key ranges at D 128)")
 # On, and required, with gluon_ws. Without the turns the kernel returned wrong rows when other processes kept the
-# GPU busy: at 69133fe, five processes calling it side by side on one H200, prefill 8K global (128-key tiles) had wrong
-# rows in 970 of 2857 calls (the first rows of a consumer's 64, in the last heads launched; some NaN), 21 of 3063 with
-# gluon_k_release, and the decode-shaped case (one query row against 64K keys) faulted with an illegal memory access
-# after 5 calls; with the turns, 0 wrong in 2850 (prefill 8K, key release on) + 2849 (off) + 947 + 2034 (decode)
-# + 13824 (varlen) calls, and the one-warpgroup kernel 0 in 2852 + 5749 + 2906
-# (benchmarks/experiments/relbias-ws-stress-h200-69133fe.json; reproduce with
-# benchmarks/experiments/relbias_ws_stress.py). Alone on the GPU both passed every gate. The cause is not known: the
-# turns order the two consumers' product issue, and the synchronization model (tests/test_relbias_ws_protocol.py)
-# finds no hazard without them. Cost of the turns (relbias-gluon-ws-2 sweep, 128-key tiles): 1 % at prefill 8K
-# global (2265 against 2241 us), 1 % on chunks of 128 (623 against 615).
+# GPU busy: five processes calling kernels side by side on one H200 (benchmarks/experiments/relbias_ws_stress.py;
+# benchmarks/experiments/relbias-ws-stress-h200-c9db574.json), prefill 8K global without the turns (and without
+# gluon_k_release) had wrong rows in 737 of 1635 calls (the first rows of a consumer's 64, in the last heads
+# launched; some NaN or infinite), while with them, as dispatched, 0 of 1836 (prefill 8K) and 0 of 2132 (chunks of
+# 128), the decode-shaped case (one query row against 64K keys) 0 of 671, and the one-warpgroup kernel 0 of 3231
+# (varlen). The exploratory runs at 69133fe (benchmarks/experiments/relbias-ws-stress-h200-69133fe/) found it: without
+# the turns 970 of 2857 and 1121 of 3065 calls wrong at 8K, 21 of 3063 with gluon_k_release, and the decode-shaped
+# case faulted with an illegal memory access after 5 calls; with the turns 0 in about 22000 calls. Alone on the GPU
+# both passed every gate. The cause is not known: the turns order the two consumers' product issue, and the
+# synchronization model (tests/test_relbias_ws_protocol.py) finds no hazard without them. Cost of the turns
+# (relbias-gluon-ws-2 sweep, 128-key tiles): 1 % at prefill 8K global (2265 against 2241 us), 1 % on chunks of 128
+# (623 against 615).
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", None,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
