@@ -25,6 +25,10 @@ def test_all_kernels_compile_for_sm90():
             "mqa_swapab", "mqa_mxfp8_out", "relbias_fwd_gluon", "relbias_fwd_gluon_ws",
             "relbias_fwd_gluon_ws_persistent", "sparse_int8_gluon", "mqa_swapab_gluon"} <= names
     assert all(x["cubin_bytes"] > 0 for x in results)
+    # no initialized mbarrier's memory handed to another buffer (compile_check.mbarrier_reuse), but in the variant
+    # kept as the bug was (the warp-specialized kernel's turn barriers made and not used), which it must flag
+    flagged = {x["name"] for x in results if x["mbarriers_reused"]}
+    assert flagged == {n for n in (x["name"] for x in results) if "unused-turns" in n} and flagged, flagged
     # compiled as launched (16-byte aligned pointers and strides): the forward kernel's K and V loads are
     # software-pipelined into shared memory (without the specialization nothing was, and registers differed)
     fwd = [x for x in results if x["name"].startswith("relbias_fwd D128 paged0") and "bm64" in x["name"]]
@@ -84,3 +88,36 @@ def test_gluon_p_smem_keeps_the_value_product_in_flight_during_the_softmax():
     for name, o in zip(names, psmem):
         assert overlapped(o), (name, o)
     assert not overlapped(regs), regs
+
+
+# The relbias warp-specialized kernel without turns as it compiled before its unused turn barriers were left out:
+# the barriers initialized at 163840 and 163848, then the partitions' captured arguments stored there and the first
+# consumer's layout scratch read and written from there.
+_REUSED_PTX = """
+	mov.b32 	%r3848, global_smem;
+	add.s32 	%r3795, %r3848, 180224;
+	@%p486 mbarrier.init.shared::cta.b64 [%r3795], 1;
+	add.s32 	%r3801, %r3848, 163840;
+	@%p486 mbarrier.init.shared::cta.b64 [%r3801], 1;
+	add.s32 	%r3802, %r3848, 163848;
+	@%p486 mbarrier.init.shared::cta.b64 [%r3802], 1;
+	fence.proxy.async.shared::cta;
+	st.shared.v4.b32 	[global_smem+163840], {%r3791, %r203, %r204, %r206};
+	st.shared.v4.b32 	[%r7068+163840], {%r7072, %r7071, %r7070, %r7069};
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r6899, %r6900, %r6901, %r6902}, [%r7096+163840];
+	@%p486 mbarrier.arrive.shared::cta.b64 _, [%r3795];
+"""
+
+
+def test_mbarrier_reuse_check_sees_a_reused_barrier():
+    """compile_check.mbarrier_reuse flags the broken kernel's pattern, and not the same code once the reused barriers
+    are gone or invalidated (the barrier at 180224, used only by mbarrier instructions, is never flagged)."""
+    from attnkit.testing.compile_check import mbarrier_reuse
+    r = mbarrier_reuse(_REUSED_PTX)
+    assert r == dict(barriers=[163840, 163848, 180224], reused=[163840])
+    fixed = "\n".join(ln for ln in _REUSED_PTX.splitlines() if "%r3801" not in ln and "%r3802" not in ln)
+    assert mbarrier_reuse(fixed) == dict(barriers=[180224], reused=[])
+    # invalidated before the reuse (as Triton's pipelined TMA loops do): not flagged
+    inval = _REUSED_PTX.replace("\tfence.proxy", "\tmbarrier.inval.shared::cta.b64 [%r3801];\n"
+                                "\tmbarrier.inval.shared::cta.b64 [%r3802];\n\tfence.proxy")
+    assert mbarrier_reuse(inval)["reused"] == []

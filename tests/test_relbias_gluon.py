@@ -130,7 +130,7 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     from attnkit.relbias import config, interface
     cfgs = []
     monkeypatch.setattr(rt, "gluon_runs", lambda device: True)
-    monkeypatch.setattr(interface, "_gluon_fwd", lambda *a: cfgs.append(a[-2]))
+    monkeypatch.setattr(interface, "_gluon_fwd", lambda *a, **kw: cfgs.append(a[-2]))
     monkeypatch.setattr(config, "GLUON_WS_MIN_MEAN_KEYS", 64)  # the small test shape counts as long
     inp = make_inputs(shapes.get("relbias-prefill-s1023"), device, 0)
     for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
@@ -145,6 +145,13 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     assert c.block_n == 128 and c.pingpong and c.k_release  # its key tile, its consumers' turns, the key release
     with pytest.raises(ValueError, match="gluon_pingpong=False"):  # the refused kernel without turns
         relbias_kernel_call(inp, force="fwd", gluon_ws=True, gluon_pingpong=False)
+    # the stress check's diagnostics reach the launch: the refused kernel, and it as it was before its barrier fix
+    got = []
+    monkeypatch.setattr(interface, "_gluon_fwd", lambda *a, **kw: got.append((a[-2], kw)))
+    relbias_kernel_call(inp, force="fwd", gluon_ws=True, gluon_pingpong=False, _ws_no_turns=True,
+                        _ws_unused_turns=True)
+    c, kw = got.pop()
+    assert c.ws and not c.pingpong and kw == dict(unused_turns=True)
 
 
 def test_the_rule_runs_gluon_on_sm90():

@@ -2,8 +2,8 @@
 
 Usage: python benchmarks/experiments/relbias_ws_stress.py OUT.json [--seconds S] [JOB ...]
   JOB = VARIANT:CASE, VARIANT one of the keys of VARIANTS below, CASE a shape id of attnkit.testing.shapes;
-  default: the dispatched warp-specialized kernel, the refused one without turns (which must show wrong rows, so
-  this check can fail) and the one-warpgroup kernel, side by side.
+  default: the dispatched warp-specialized kernel, the refused one without turns since its fix, the same as it was
+  before the fix (which must show wrong rows, so this check can fail) and the one-warpgroup kernel, side by side.
 
 Every job runs in its own process at the same time as the others (so the GPU is shared the way a serving host with
 several engines shares it), calls the kernel in a loop for S seconds and compares each result with the Triton
@@ -23,14 +23,21 @@ VARIANTS = {
     "dispatched": dict(gluon=True),  # the rule: on long global D 128 sequences the warp-specialized kernel
     "ws": dict(gluon=True, gluon_ws=True),  # the warp-specialized kernel with its defaults (turns, key release)
     "ws-nokrel": dict(gluon=True, gluon_ws=True, gluon_k_release=False),
-    "ws-no-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False),  # refused
+    # without the consumers' turns (refused by the library; reached here by a diagnostic argument): since the fix of
+    # the turn barriers (made only with the turns), and, "-unused-turns", as before it (made and not used: the
+    # memory the compiler then hands to other buffers), which must show wrong rows. At c9db574, before the fix,
+    # "ws-no-turns*" ran the kernel as it then was, that is as "-unused-turns" does now.
+    "ws-no-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False),
     "ws-no-turns-nokrel": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False,
-                               gluon_k_release=False),  # refused
+                               gluon_k_release=False),
+    "ws-no-turns-nokrel-unused-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False,
+                                            gluon_k_release=False, _ws_unused_turns=True),
     "one-warpgroup": dict(gluon=True, gluon_ws=False),
 }
 DEFAULT_JOBS = ("dispatched:relbias-model-prefill-8k-global", "ws:relbias-model-decode-b32-64k",
-                "ws-no-turns-nokrel:relbias-model-prefill-8k-global", "one-warpgroup:relbias-model-varlen-mixed",
-                "dispatched:relbias-tune-chunk128-b8-8k")
+                "ws-no-turns-nokrel:relbias-model-prefill-8k-global",
+                "ws-no-turns-nokrel-unused-turns:relbias-model-prefill-8k-global",
+                "ws-no-turns:relbias-model-decode-b32-64k", "one-warpgroup:relbias-model-varlen-mixed")
 
 
 def _job(spec: str, seed: int, seconds: float, queue) -> None:

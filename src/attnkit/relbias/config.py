@@ -216,8 +216,14 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
 # (varlen). The exploratory runs at 69133fe (benchmarks/experiments/relbias-ws-stress-h200-69133fe/) found it: without
 # the turns 970 of 2857 and 1121 of 3065 calls wrong at 8K, 21 of 3063 with gluon_k_release, and the decode-shaped
 # case faulted with an illegal memory access after 5 calls; with the turns 0 in about 22000 calls. Alone on the GPU
-# both passed every gate. The cause is not known: the turns order the two consumers' product issue, and the
-# synchronization model (tests/test_relbias_ws_protocol.py) finds no hazard without them. Cost of the turns
+# both passed every gate. The cause, found afterwards in the PTX (compile_check.mbarrier_reuse): without PINGPONG
+# the kernel initialized its two turn barriers and never used them, so the compiler's allocator gave their bytes to
+# the partitions' captured arguments (the second consumer's sequence bounds: the fault) and to the first consumer's
+# layout scratch (its first rows: the wrong rows); reusing an mbarrier's memory before mbarrier.inval is undefined,
+# and it went wrong when the GPU switched between processes. _ws_buffers now makes the turn barriers only with
+# PINGPONG, every compiled variant is checked for such reuse on the CPU (tests/test_compile_sm90.py), and the
+# turns' SASS is unchanged; the kernel without turns stays refused until the stress check has run clean on it on a
+# GPU (its variants ws-no-turns*). Cost of the turns
 # (relbias-gluon-ws-2 sweep, 128-key tiles): 1 % at prefill 8K global (2265 against 2241 us), 1 % on chunks of 128
 # (623 against 615).
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", None,
@@ -437,7 +443,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         if pingpong is False:
             raise ValueError("gluon_pingpong=False: the warp-specialized kernel (gluon_ws) without its consumers' "
                              "turns returned wrong rows under concurrent GPU load (attnkit/relbias/config.py, "
-                             "GLUON_PINGPONG), so it is not offered; leave gluon_pingpong unset or set gluon_ws=False")
+                             "GLUON_PINGPONG: the cause is fixed but not yet re-checked on a GPU), so it is not "
+                             "offered; leave gluon_pingpong unset or set gluon_ws=False")
         pingpong = True
     pingpong = bool(pingpong)
     if k_early and (ws or not pipe):

@@ -132,7 +132,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
                       fp8_f16_cvt=None,
-                      _perturb=None, _force=None, _masked_strip=True, _ws_no_turns=False):
+                      _perturb=None, _force=None, _masked_strip=True, _ws_no_turns=False,
+                      _ws_unused_turns=False):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -176,7 +177,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles; ``_ws_no_turns=True`` (a diagnostic for
-    benchmarks/experiments/relbias_ws_stress.py) runs the refused warp-specialized kernel without its turns.
+    benchmarks/experiments/relbias_ws_stress.py) runs the refused warp-specialized kernel without its turns, and
+    ``_ws_unused_turns=True`` with it as it was before its fix (its turn barriers made but not used).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
@@ -252,7 +254,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
                                 gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly, _no_turns=_ws_no_turns)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
-                   _perturb, gcfg, heavy)
+                   _perturb, gcfg, heavy, unused_turns=_ws_unused_turns)
         return out, lse
     cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
                      bias_strip=strip, kv_tma=tma, **tune)
@@ -299,7 +301,8 @@ def _gluon_layout_ok(t, D) -> bool:
             and (t.stride(0) * t.element_size()) % 16 == 0)
 
 
-def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B, max_seqlen_q, perturb, cfg, heavy):
+def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B, max_seqlen_q, perturb, cfg, heavy,
+               unused_turns=False):
     """The Gluon forward kernel over TMA descriptors of k, v viewed as [total_k, Hkv * D] (_gluon_check passed)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -314,6 +317,8 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
                     HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
                     GATHER=cfg.bias_gather, ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong,
                     KREL=cfg.k_release, num_warps=4, maxnreg=GLUON_WS_MAXNREG)
+        if unused_turns:  # the diagnostic: the kernel as it was before its turn barriers' fix
+            meta["UNUSED_TURNS"] = True
         strides = (q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0))
         head = (q, k_desc, v_desc, tab, out, lse, cu_q, cu_k, scale, tab.shape[1], window or 0)
         if cfg.persistent:

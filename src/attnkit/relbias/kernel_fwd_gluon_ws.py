@@ -240,10 +240,10 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
 
 @gluon.jit
 def _ws_buffers(Q, K_DESC, D: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-                KREL: gl.constexpr):
+                KREL: gl.constexpr, UNUSED_TURNS: gl.constexpr = False):
     """The warp-specialized kernels' shared memory, set up before the partitions fork: both warpgroups' Q, the key /
     value ring and its barriers (full: kbar, vbar; empty: both consumers release each slot; kempty: KREL's key slots,
-    else empty itself) and the turn pair (consumer 0 holds the first turn with PINGPONG)."""
+    else empty itself) and, with PINGPONG, the turn pair (consumer 0 holds the first turn; else turn is empty, unused)."""
     dtype: gl.constexpr = Q.dtype.element_ty
     q_sl: gl.constexpr = gl.NVMMASharedLayout(128 if D * 2 >= 128 else 64, 16, rank=2)
     kv_sl: gl.constexpr = K_DESC.layout
@@ -253,7 +253,13 @@ def _ws_buffers(Q, K_DESC, D: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.co
     kbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     vbar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    # without PINGPONG no turn barriers are made: an initialized mbarrier left unused is dead to the compiler's
+    # allocator, which hands its bytes to other buffers (the partitions' captured arguments, a consumer's layout
+    # scratch), and using an mbarrier's memory for anything else before mbarrier.inval is undefined (PTX ISA): on the
+    # H200 that was wrong rows and faults when other processes shared the GPU (config.GLUON_PINGPONG)
+    turn = empty
+    if PINGPONG or UNUSED_TURNS:
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(kbar.index(i), count=1)
         mbarrier.init(vbar.index(i), count=1)
@@ -263,8 +269,9 @@ def _ws_buffers(Q, K_DESC, D: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.co
         kempty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
             mbarrier.init(kempty.index(i), count=2)
-    mbarrier.init(turn.index(0), count=1)
-    mbarrier.init(turn.index(1), count=1)
+    if PINGPONG or UNUSED_TURNS:
+        mbarrier.init(turn.index(0), count=1)
+        mbarrier.init(turn.index(1), count=1)
     if PINGPONG:
         mbarrier.arrive(turn.index(0), count=1)  # consumer 0 takes the first turn
     fence_async_shared()
@@ -279,6 +286,7 @@ def relbias_fwd_gluon_ws_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
+    UNUSED_TURNS: gl.constexpr = False,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -303,7 +311,7 @@ def relbias_fwd_gluon_ws_kernel(
     kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
 
     q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
-                                                                           PINGPONG, KREL)
+                                                                           PINGPONG, KREL, UNUSED_TURNS)
 
     gl.warp_specialize([
         (_ws_consumer, (0, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
@@ -379,6 +387,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
+    UNUSED_TURNS: gl.constexpr = False,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -390,7 +399,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
     gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
     q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
-                                                                           PINGPONG, KREL)
+                                                                           PINGPONG, KREL, UNUSED_TURNS)
 
     gl.warp_specialize([
         (_ws_consumer_loop, (0, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,

@@ -178,18 +178,23 @@ def _variants():
                                               (128, 64, True, False, True, True, False),
                                               (128, 128, False, False, False, True, True),
                                               (128, 128, False, False, True, True, True),  # as dispatched
-                                              (128, 128, True, True, True, True, True)):
-        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel,
-                              _no_turns=not pp)  # without turns: refused at run time, compiled for the SASS record
+                                              (128, 128, True, True, True, True, True),
+                                              (128, 128, False, False, None, True, False)):  # None: the bug below
+        # without turns: refused at run time, compiled for the SASS record; pp None: without turns, with the turn
+        # barriers made but not used, as before their fix (the stress check's failing variant; mbarrier_reuse flags it)
+        bug = pp is None
+        pp = bool(pp)
+        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel, _no_turns=not pp)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon_ws D{D} bn{bn} s{gc.stages}" + (" pingpong" if pp else "")
                     + (" acc" if bacc else "") + (" window" if win else "") + (" clamp" if clamp else "")
-                    + (" krel" if krel else ""),
+                    + (" krel" if krel else "") + (" unused-turns (the fixed bug)" if bug else ""),
                     relbias_fwd_gluon_ws_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=gc.stages, HAS_WINDOW=win, CLAMP=clamp,
-                         PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp, KREL=gc.k_release),
+                         PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp, KREL=gc.k_release,
+                         **(dict(UNUSED_TURNS=True) if bug else {})),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     for D, win, pp, krel in ((128, False, False, False), (64, True, True, False), (128, False, False, True),
                              (128, True, True, True)):
@@ -235,6 +240,36 @@ def _variants():
                 dict(num_warps=8)))
     out.append(("mqa_mxfp8_out", mxfp8_out_kernel, dict(X="*fp32", OUT_Q="*u8", OUT_S="*u8"), {}, {}))
     return out
+
+
+_SMEM_BASE = re.compile(r"mov\.[bu]32\s+(%r\d+), global_smem;")
+_SMEM_ADD = re.compile(r"add\.s32\s+(%r\d+), (%r\d+), (\d+);")
+_MBAR_INIT = re.compile(r"mbarrier\.init\.shared(?:::cta)?\.b64\s+\[(%r\d+|global_smem\+\d+)\]")
+_MBAR_INVAL = re.compile(r"mbarrier\.inval\.shared(?:::cta)?\.b64\s+\[(%r\d+|global_smem\+\d+)\]")
+_SMEM_ACCESS = re.compile(r"\b(?:st|ld)\.shared|ldmatrix|stmatrix|cp\.async(?!\.bulk)")
+
+
+def mbarrier_reuse(ptx: str) -> dict:
+    """The shared-memory offsets of the mbarriers a kernel initializes (``barriers``) and those of them, never
+    invalidated, that another shared-memory access also uses as its base offset (``reused``): memory the compiler's
+    allocator handed to another buffer (captured arguments of warp-specialized partitions, layout-conversion
+    scratch) while an initialized mbarrier lived there, which the PTX ISA leaves undefined before ``mbarrier.inval``
+    (on the H200 the relbias warp-specialized kernel's unused turn barriers, reused so, gave wrong rows and faults
+    under concurrent load; Triton's own pipelined TMA loops invalidate theirs before reusing the memory). A
+    necessary check, not a sufficient one: a buffer that starts below a barrier and covers it is not seen, nor is
+    the order of an invalidation and the reuse."""
+    bases = set(_SMEM_BASE.findall(ptx))
+    offset = {r: int(n) for r, b, n in _SMEM_ADD.findall(ptx) if b in bases}
+
+    def offsets(found):
+        return {int(a.split("+")[1]) if a.startswith("global_smem") else offset.get(a, -1) for a in found}
+
+    barriers, invalidated = offsets(_MBAR_INIT.findall(ptx)), offsets(_MBAR_INVAL.findall(ptx))
+    used = set()
+    for line in ptx.splitlines():
+        if "mbarrier" not in line and _SMEM_ACCESS.search(line):
+            used |= {int(n) for n in re.findall(r"\+(\d+)\]", line)}
+    return dict(barriers=sorted(barriers), reused=sorted((barriers & used) - invalidated))
 
 
 def resource_usage(cubin: bytes) -> dict:
@@ -372,7 +407,7 @@ def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
         md = k.metadata
         rec = dict(name=name, seconds=round(time.time() - t0, 1), num_warps=md.num_warps,
                    shared=getattr(md, "shared", None), cubin_bytes=len(k.asm.get("cubin", b"")),
-                   **resource_usage(k.asm["cubin"]))
+                   **resource_usage(k.asm["cubin"]), mbarriers_reused=mbarrier_reuse(k.asm["ptx"])["reused"])
         if census:
             rec["loops"] = sass_loops(k.asm["cubin"])
         results.append(rec)
