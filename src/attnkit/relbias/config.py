@@ -220,12 +220,11 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
 # the kernel initialized its two turn barriers and never used them, so the compiler's allocator gave their bytes to
 # the partitions' captured arguments (the second consumer's sequence bounds: the fault) and to the first consumer's
 # layout scratch (its first rows: the wrong rows); reusing an mbarrier's memory before mbarrier.inval is undefined,
-# and it went wrong only when other processes shared the GPU (how is not known). _ws_buffers now makes the turn barriers only with
-# PINGPONG, every compiled variant is checked for such reuse on the CPU (tests/test_compile_sm90.py), and the
-# turns' SASS is unchanged; the kernel without turns stays refused until the stress check has run clean on it on a
-# GPU (its variants ws-no-turns*). Cost of the turns
-# (relbias-gluon-ws-2 sweep, 128-key tiles): 1 % at prefill 8K global (2265 against 2241 us), 1 % on chunks of 128
-# (623 against 615).
+# and it went wrong only when other processes shared the GPU (how is not known). _ws_buffers now makes the turn
+# barriers only with PINGPONG, every compiled variant is checked for such reuse on the CPU
+# (tests/test_compile_sm90.py), and the turns' SASS is unchanged; the kernel without turns stays refused until the
+# stress check has run clean on it on a GPU (its variants ws-no-turns*). Cost of the turns (relbias-gluon-ws-2
+# sweep, 128-key tiles): 1 % at prefill 8K global (2265 against 2241 us), 1 % on chunks of 128 (623 against 615).
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", None,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
