@@ -208,7 +208,7 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
                   "and FlashAttention-3 on sm_90); with gluon_pipe, without gluon_p_smem, gluon_bias_early and "
                   "gluon_lazy_rescale; default: the rule gluon_ws_rule (long global key ranges at D 128)")
 # On, and required, with gluon_ws. Without the turns the kernel returned wrong rows when other processes kept the
-# GPU busy: five processes calling kernels side by side on one H200 (benchmarks/experiments/relbias_ws_stress.py;
+# GPU busy: five processes calling kernels side by side on one H200 (benchmarks/experiments/stress_under_load.py;
 # benchmarks/experiments/relbias-ws-stress-h200-c9db574.json), prefill 8K global without the turns (and without
 # gluon_k_release) had wrong rows in 737 of 1635 calls (the first rows of a consumer's 64, in the last heads
 # launched; some NaN or infinite), while with them, as dispatched, 0 of 1836 (prefill 8K) and 0 of 2132 (chunks of

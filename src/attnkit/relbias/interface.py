@@ -177,7 +177,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles; ``_ws_no_turns=True`` (a diagnostic for
-    benchmarks/experiments/relbias_ws_stress.py) runs the refused warp-specialized kernel without its turns, and
+    benchmarks/experiments/stress_under_load.py) runs the refused warp-specialized kernel without its turns, and
     ``_ws_unused_turns=True`` with it as it was before its fix (its turn barriers made but not used).
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),

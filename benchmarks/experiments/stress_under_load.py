@@ -1,0 +1,175 @@
+"""Stress check of the GPU kernels under concurrent load: several processes calling kernels side by side on one GPU.
+
+Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S] [JOB ...]
+  JOB = SUBJECT@CASE, CASE a shape id of attnkit.testing.shapes, SUBJECT either
+  - a gate name (attnkit check's, e.g. sparse_int8/gluon): each call's outputs are compared byte for byte with the
+    process's first call (every kernel of the library is deterministic), or
+  - relbias:VARIANT, VARIANT a key of RELBIAS_VARIANTS below: each call compared with the Triton forward kernel
+    (gated against the fp64 oracle) on the same inputs; a row is wrong when its largest absolute difference exceeds
+    0.01, when it holds a NaN, or when its LSE is not finite.
+  Default: DEFAULT_JOBS (the dispatched relbias warp-specialized kernel, that kernel without its consumers' turns
+  since the fix of its turn barriers and as it was before (which must show wrong rows, so this check can fail), and
+  a Gluon kernel of sparse_int8 and of mqa_decode).
+
+Every job runs in its own process (spawned), all at the same time, for S seconds, so the GPU is shared the way a
+serving host with several engines shares it; a kernel that is right alone and wrong under load shows here and not
+in the gates. A process that faults is recorded with the number of calls it made. Writes OUT.json (the environment,
+the jobs, per job: calls, calls with a difference, examples) and prints one line per job.
+
+Runs: at c9db574 (as benchmarks/experiments/relbias_ws_stress.py, relbias jobs only, written VARIANT:CASE; its
+"ws-no-turns*" variants then ran the kernel as "-unused-turns" runs it now): benchmarks/experiments/
+relbias-ws-stress-h200-c9db574.json.
+"""
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+import time
+
+RELBIAS_VARIANTS = {
+    "dispatched": dict(gluon=True),  # the rule: on long global D 128 sequences the warp-specialized kernel
+    "ws": dict(gluon=True, gluon_ws=True),  # the warp-specialized kernel with its defaults (turns, key release)
+    "ws-nokrel": dict(gluon=True, gluon_ws=True, gluon_k_release=False),
+    # without the consumers' turns (refused by the library; reached here by a diagnostic argument): since the fix of
+    # the turn barriers (made only with the turns), and, "-unused-turns", as before it (made and not used: the
+    # memory the compiler then hands to other buffers), which must show wrong rows
+    "ws-no-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False),
+    "ws-no-turns-nokrel": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False,
+                               gluon_k_release=False),
+    "ws-no-turns-nokrel-unused-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False,
+                                            gluon_k_release=False, _ws_unused_turns=True),
+    "one-warpgroup": dict(gluon=True, gluon_ws=False),
+}
+DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
+                "relbias:ws-no-turns-nokrel@relbias-model-prefill-8k-global",
+                "relbias:ws-no-turns-nokrel-unused-turns@relbias-model-prefill-8k-global",
+                "relbias:ws-no-turns@relbias-model-decode-b32-64k",
+                "sparse_int8/gluon@sparse_int8-model-decode-r8-c32k",
+                "mqa_decode/gluon_swapab@mqa_decode-step-h16-t16-fp8")
+
+
+def _tensors(x):
+    """The tensors of a subject's result, in order (tuples and lists flattened, None left out)."""
+    import torch
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for y in x for t in _tensors(y)]
+    return []
+
+
+def _subject(spec: str):
+    """(call(inp) -> result, check(result) -> (n_wrong, example or None)) for the job's subject."""
+    import torch
+
+    from attnkit.gate import registry
+    from attnkit.gate.specs import relbias_kernel_call
+    from attnkit.testing import shapes
+    subject, case_id = spec.split("@", 1)
+    case = shapes.get(case_id)
+    if subject.startswith("relbias:"):
+        kw = RELBIAS_VARIANTS[subject.split(":", 1)[1]]
+        ref = {}
+
+        def call(inp):
+            if not ref:
+                ref["out"] = relbias_kernel_call(inp, force="fwd", gluon=False)[0]
+            return relbias_kernel_call(inp, force="fwd", **kw)
+
+        def check(res):
+            o, lse = res
+            d = (o.float() - ref["out"].float()).abs().amax(-1)
+            wrong = (d > 0.01) | torch.isnan(d) | ~torch.isfinite(lse)
+            n = int(wrong.sum())
+            return n, (dict(rows=n, first=wrong.nonzero()[:6].tolist(),
+                            max_abs=float(torch.nan_to_num(d, nan=float("inf")).max())) if n else None)
+        return case, call, check
+    gate = next(g for g in registry.gates() if g.name == subject)
+    first = []
+
+    def call(inp):
+        return gate.call(inp, None, case)
+
+    def check(res):
+        got = [t.detach().contiguous().view(-1).view(torch.uint8) for t in _tensors(res)]
+        if not first:
+            first.extend(t.clone() for t in got)
+            return 0, None
+        diff = [int((a != b).sum()) for a, b in zip(first, got)]
+        n = sum(diff)
+        return n, (dict(bytes_differing=diff) if n else None)
+    return case, call, check
+
+
+def _job(spec: str, seed: int, seconds: float, queue) -> None:
+    import torch
+
+    from attnkit.testing import inputs
+    res = dict(job=spec, seed=seed, calls=0, wrong_calls=0, examples=[], fault=None)
+    try:
+        case, call, check = _subject(spec)
+        inp = inputs.make_inputs(case, device="cuda", seed=seed)
+        t0 = time.time()
+        while time.time() - t0 < seconds:
+            n, ex = check(call(inp))
+            res["calls"] += 1
+            if n:
+                res["wrong_calls"] += 1
+                if len(res["examples"]) < 4:
+                    res["examples"].append(ex)
+        torch.cuda.synchronize()
+    except Exception as e:  # a fault (illegal memory access) is a result, with the calls made before it
+        res["fault"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    queue.put(res)
+
+
+def _check_job(spec: str) -> str | None:
+    """Why JOB is malformed, or None (checked before any process starts)."""
+    if "@" not in spec:
+        return "SUBJECT@CASE"
+    subject, case_id = spec.split("@", 1)
+    from attnkit.gate import registry
+    from attnkit.testing import shapes
+    if subject.startswith("relbias:"):
+        if subject.split(":", 1)[1] not in RELBIAS_VARIANTS:
+            return f"relbias:VARIANT with VARIANT in {sorted(RELBIAS_VARIANTS)}"
+    elif subject not in {g.name for g in registry.gates()}:
+        return "SUBJECT: a gate name (attnkit check's) or relbias:VARIANT"
+    try:
+        shapes.get(case_id)
+    except KeyError:
+        return f"CASE {case_id!r}: not a shape id of attnkit.testing.shapes"
+    return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("jobs", nargs="*", default=list(DEFAULT_JOBS))
+    ap.add_argument("--seconds", type=float, default=45.0)
+    a = ap.parse_args(argv)
+    for spec in a.jobs:
+        why = _check_job(spec)
+        if why:
+            ap.error(f"job {spec!r}: {why}")
+    from attnkit.env import record
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_job, args=(spec, i + 1, a.seconds, q)) for i, spec in enumerate(a.jobs)]
+    for p in procs:
+        p.start()
+    results = [q.get() for _ in procs]
+    for p in procs:
+        p.join()
+    results.sort(key=lambda r: a.jobs.index(r["job"]))
+    json.dump(dict(kind="stress-under-load", env=record(), seconds=a.seconds, relbias_variants=RELBIAS_VARIANTS,
+                   results=results), open(a.out, "w"), indent=1)
+    for r in results:
+        print(f"{r['job']:70s} calls {r['calls']:6d}  wrong {r['wrong_calls']:6d}"
+              + (f"  FAULT {r['fault']}" if r["fault"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""benchmarks/experiments/stress_under_load.py, the check of the GPU kernels under concurrent load: its job grammar
+and both of its comparisons, run here on the CPU (the interpreter) on small cases, each shown failing on a changed
+result. The load itself needs a GPU."""
+
+import importlib.util
+import pathlib
+
+import pytest
+from attnkit.testing import inputs, shapes
+
+_PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "experiments" / "stress_under_load.py"
+
+
+@pytest.fixture(scope="module")
+def stress():
+    spec = importlib.util.spec_from_file_location("stress_under_load", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_jobs_are_checked_before_any_process_starts(stress):
+    assert all(stress._check_job(j) is None for j in stress.DEFAULT_JOBS)
+    assert "VARIANT" in stress._check_job("relbias:nope@relbias-prefill-s1")
+    assert "gate name" in stress._check_job("sparse_int8/nope@sparse_int8-edge-n0")
+    assert "shape id" in stress._check_job("sparse_int8/triton@nope")
+    assert stress._check_job("sparse_int8/triton") == "SUBJECT@CASE"
+
+
+def test_gate_subject_compares_bytes_with_its_first_call(stress):
+    case, call, check = stress._subject("sparse_int8/triton@sparse_int8-decode-r1-g4-n65")
+    inp = inputs.make_inputs(case, device="cpu", seed=1)
+    assert check(call(inp)) == (0, None)  # the first call is the reference
+    assert check(call(inp)) == (0, None)  # deterministic
+    out, lse = call(inp)
+    out.view(-1)[0] += 1  # one element changed: seen
+    n, ex = check((out, lse))
+    assert n > 0 and ex["bytes_differing"][0] > 0
+
+
+def test_relbias_subject_compares_with_the_triton_kernel(stress, monkeypatch):
+    monkeypatch.setitem(stress.RELBIAS_VARIANTS, "triton", dict(gluon=False))  # no Gluon on a CPU
+    case, call, check = stress._subject("relbias:triton@relbias-prefill-s113")
+    inp = inputs.make_inputs(case, device="cpu", seed=1)
+    o, lse = call(inp)
+    assert check((o, lse)) == (0, None)
+    o = o.clone()
+    o[3, 0, 0] += 1.0  # one row wrong
+    n, ex = check((o, lse))
+    assert n == 1 and ex["first"] == [[3, 0]]
+    lse = lse.clone()
+    lse[5, 1] = float("-inf")  # an empty row where the reference has keys
+    assert check((o, lse))[0] == 2
