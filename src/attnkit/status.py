@@ -41,7 +41,8 @@ KERNEL_PATHS = {
         ("forward in Gluon for sm_90, warp-specialized (a TMA producer warp, two consumer warpgroups sharing each "
          "key / value tile and taking turns, key slots released after the score products; dispatched for global D 128 "
          "layers with long sequences by gluon_ws_rule; gated on the H200 at c9db574, and stress-checked with five "
-         "processes sharing the GPU, which found wrong rows without the turns, now refused): prefill 8K 2142 us, "
+         "processes sharing the GPU, which found wrong rows without the turns: its unused turn barriers' memory reused, "
+         "fixed, and refused until re-checked on a GPU): prefill 8K 2142 us, "
          "1.23x cuDNN without bias (the 1.15x target is not met), 2.7x faster than FlexAttention score_mod", "implemented"),
     ],
     "merge": [
