@@ -387,31 +387,40 @@ SWEEPS["relbias-gluon-3"] = Sweep(
      ("diag-acc-lazy-nobias", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True,
                                    _perturb="bias-dropped"))))
 
+# The warp-specialized kernel's settings as they first ran: without turns (gluon_pingpong off, its default until
+# c9db574) and without the early key release (its default until 69133fe), written out so that a rerun does not
+# silently time today's defaults under the old names; the kernel without turns is refused since c9db574 (see
+# relbias/config.py, GLUON_PINGPONG), so those settings fail when rerun.
+_NO_TURNS = dict(gluon_pingpong=False, gluon_k_release=False)
+_AS_FIRST_RUN = " (settings as first run; those without turns are refused since c9db574, so they fail)"
+
 SWEEPS["relbias-gluon-ws"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel (gluon_ws: a TMA producer warp, two consumer warpgroups "
     "of 64 rows sharing each key / value tile) against the rule (one warpgroup): 64- and 128-key tiles, with and "
     "without the consumers taking turns (gluon_pingpong), 3 tiles at 64 keys, without bias_acc; the Triton kernel "
-    "for reference; diag-* computes wrong results by design (no bias)",
+    "for reference; diag-* computes wrong results by design (no bias)" + _AS_FIRST_RUN,
     SWEEPS["relbias-gluon-2"].cases,
     (("triton", {}),
      ("rule", dict(gluon=None)),
-     ("ws-bn64", dict(gluon=True, gluon_ws=True)),
-     ("ws-bn64-s3", dict(gluon=True, gluon_ws=True, num_stages=3)),
-     ("ws-bn128", dict(gluon=True, gluon_ws=True, block_n=128)),
-     ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
-     ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128)),
-     ("ws-bn128-noacc", dict(gluon=True, gluon_ws=True, block_n=128, gluon_bias_acc=False)),
-     ("diag-ws-bn128-nobias", dict(gluon=True, gluon_ws=True, block_n=128, _perturb="bias-dropped"))))
+     ("ws-bn64", dict(gluon=True, gluon_ws=True, **_NO_TURNS)),
+     ("ws-bn64-s3", dict(gluon=True, gluon_ws=True, num_stages=3, **_NO_TURNS)),
+     ("ws-bn128", dict(gluon=True, gluon_ws=True, block_n=128, **_NO_TURNS)),
+     ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_k_release=False)),
+     ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_k_release=False)),
+     ("ws-bn128-noacc", dict(gluon=True, gluon_ws=True, block_n=128, gluon_bias_acc=False, **_NO_TURNS)),
+     ("diag-ws-bn128-nobias", dict(gluon=True, gluon_ws=True, block_n=128, _perturb="bias-dropped",
+                                   **_NO_TURNS))))
 
 SWEEPS["relbias-gluon-ws-2"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel at 64- and 128-key tiles, and with its consumers' turns "
-    "taken one per union tile (gluon_pingpong after its deadlock fix), against the rule, on the six prefill cases",
+    "taken one per union tile (gluon_pingpong after its deadlock fix), against the rule, on the six prefill "
+    "cases" + _AS_FIRST_RUN,
     SWEEPS["relbias-gluon-2"].cases,
     (("rule", dict(gluon=None)),
-     ("ws-bn64", dict(gluon=True, gluon_ws=True)),
-     ("ws-bn128", dict(gluon=True, gluon_ws=True, block_n=128)),
-     ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
-     ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128))))
+     ("ws-bn64", dict(gluon=True, gluon_ws=True, **_NO_TURNS)),
+     ("ws-bn128", dict(gluon=True, gluon_ws=True, block_n=128, **_NO_TURNS)),
+     ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_k_release=False)),
+     ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_k_release=False))))
 
 SWEEPS["relbias-gluon-ws-2-nopp"] = Sweep(
     "relbias", "relbias-gluon-ws-2 without the turn-taking settings", SWEEPS["relbias-gluon-ws-2"].cases,
@@ -421,16 +430,35 @@ SWEEPS["relbias-gluon-ws-3"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent) against one "
     "program per work item, with and without turn-taking, and with its key slots released after the score products "
     "(gluon_k_release); the one-warpgroup kernel with and without its key tiles issued early (gluon_k_early); "
-    "the rule (which picks the warp-specialized kernel at 8K global and on the chunks of 128) for reference",
+    "the rule (which picks the warp-specialized kernel at 8K global and on the chunks of 128) for reference"
+    + _AS_FIRST_RUN,
+    SWEEPS["relbias-gluon-2"].cases,
+    (("rule", dict(gluon=None)),
+     ("one-warpgroup", dict(gluon=True, gluon_ws=False)),
+     ("ws", dict(gluon=True, gluon_ws=True, **_NO_TURNS)),
+     ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True, **_NO_TURNS)),
+     ("ws-persistent-pp", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_pingpong=True,
+                               gluon_k_release=False)),
+     ("ws-krel", dict(gluon=True, gluon_ws=True, gluon_k_release=True, gluon_pingpong=False)),
+     ("ws-persistent-krel", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_k_release=True,
+                                 gluon_pingpong=False)),
+     ("one-warpgroup-k-early", dict(gluon=True, gluon_ws=False, gluon_k_early=True))))
+
+SWEEPS["relbias-gluon-ws-4"] = Sweep(
+    "relbias", "the warp-specialized Gluon forward kernel without its consumers' turns since the fix of its turn "
+    "barriers (refused by the library until the stress check runs clean on it: run this after "
+    "benchmarks/experiments/stress_under_load.py; reached by the diagnostic _ws_no_turns), with and without the key "
+    "release, against the dispatched configuration (turns and key release), the persistent grid with turns, and the "
+    "one-warpgroup kernel",
     SWEEPS["relbias-gluon-2"].cases,
     (("rule", dict(gluon=None)),
      ("one-warpgroup", dict(gluon=True, gluon_ws=False)),
      ("ws", dict(gluon=True, gluon_ws=True)),
-     ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True)),
-     ("ws-persistent-pp", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_pingpong=True)),
-     ("ws-krel", dict(gluon=True, gluon_ws=True, gluon_k_release=True)),
-     ("ws-persistent-krel", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_k_release=True)),
-     ("one-warpgroup-k-early", dict(gluon=True, gluon_ws=False, gluon_k_early=True))))
+     ("ws-nokrel", dict(gluon=True, gluon_ws=True, gluon_k_release=False)),
+     ("ws-no-turns", dict(gluon=True, gluon_ws=True, gluon_pingpong=False, _ws_no_turns=True)),
+     ("ws-no-turns-nokrel", dict(gluon=True, gluon_ws=True, **_NO_TURNS,
+                                 _ws_no_turns=True)),
+     ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
