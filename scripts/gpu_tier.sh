@@ -2,7 +2,9 @@
 # The GPU tier: CUDA tests, `attnkit check --tier full`, and the benchmark suite, into OUTDIR.
 # Usage: scripts/gpu_tier.sh OUTDIR [STAGE...]
 #   stages: env tests tests-par tests-k check check-ours check-ours-par check-<family> gate-<gate> bench-<family>
-#           sweep-<name>   (tests-k: the tests selected by pytest -k "$TESTS_K"; gate-<gate>: one gate, its "/"
+#           sweep-<name> stress   (stress: benchmarks/experiments/stress_under_load.py's default jobs, several
+#           processes side by side for STRESS_SECONDS, default 40; tests-k: the tests selected by pytest -k
+#           "$TESTS_K"; gate-<gate>: one gate, its "/"
 #           written as ":", e.g. gate-relbias:gluon_fwd)
 #           (-par: the same work in parallel processes, compile-bound on the CPU; not for timing; gate-* and
 #           check-<family> run the cases in JOBS processes, default 8: attnkit check --jobs)
@@ -77,6 +79,9 @@ for stage in $STAGES; do
       fam=$($PY -c "from attnkit.bench.sweeps import SWEEPS; print(SWEEPS['$name'].family)") || { status=2; continue; }
       $PY -m attnkit.cli bench --family "$fam" --sweep "$name" --rounds "${ROUNDS:-7}" --out "$OUTDIR/sweep-$name.json" \
         2> "$OUTDIR/sweep-$name.log" | tail -60 || status=1 ;;
+    stress)
+      $PY benchmarks/experiments/stress_under_load.py "$OUTDIR/stress.json" --seconds "${STRESS_SECONDS:-40}" \
+        2> "$OUTDIR/stress.log" || status=1 ;;
     *) echo "unknown stage $stage"; status=2 ;;
   esac
 done
