@@ -51,3 +51,20 @@ def test_relbias_subject_compares_with_the_triton_kernel(stress, monkeypatch):
     lse = lse.clone()
     lse[5, 1] = float("-inf")  # an empty row where the reference has keys
     assert check((o, lse))[0] == 2
+
+
+def test_the_script_runs_its_processes_and_writes_its_record(tmp_path):
+    """The whole path (spawned processes, the queue, the JSON record) in Triton's interpreter on the CPU: a gate
+    job and a relbias job for a second each, every call agreeing."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "stress.json"
+    jobs = ["sparse_int8/triton@sparse_int8-decode-r1-g4-n65", "relbias/triton_fwd@relbias-prefill-s1"]
+    r = subprocess.run([sys.executable, str(_PATH), str(out), *jobs, "--seconds", "1", "--device", "cpu"],
+                       capture_output=True, text=True, timeout=600)  # as a script: spawned processes import it so
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert all(j in r.stdout for j in jobs), r.stdout
+    rec = json.loads(out.read_text())
+    assert [r["job"] for r in rec["results"]] == jobs
+    assert all(r["fault"] is None and r["calls"] >= 1 and r["wrong_calls"] == 0 for r in rec["results"]), rec

@@ -102,14 +102,14 @@ def _subject(spec: str):
     return case, call, check
 
 
-def _job(spec: str, seed: int, seconds: float, queue) -> None:
+def _job(spec: str, seed: int, seconds: float, queue, device: str = "cuda") -> None:
     import torch
 
     from attnkit.testing import inputs
     res = dict(job=spec, seed=seed, calls=0, wrong_calls=0, examples=[], fault=None)
     try:
         case, call, check = _subject(spec)
-        inp = inputs.make_inputs(case, device="cuda", seed=seed)
+        inp = inputs.make_inputs(case, device=device, seed=seed)
         t0 = time.time()
         while time.time() - t0 < seconds:
             n, ex = check(call(inp))
@@ -118,7 +118,8 @@ def _job(spec: str, seed: int, seconds: float, queue) -> None:
                 res["wrong_calls"] += 1
                 if len(res["examples"]) < 4:
                     res["examples"].append(ex)
-        torch.cuda.synchronize()
+        if device == "cuda":
+            torch.cuda.synchronize()
     except Exception as e:  # a fault (illegal memory access) is a result, with the calls made before it
         res["fault"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
     queue.put(res)
@@ -148,6 +149,8 @@ def main(argv=None) -> int:
     ap.add_argument("out")
     ap.add_argument("jobs", nargs="*", default=list(DEFAULT_JOBS))
     ap.add_argument("--seconds", type=float, default=45.0)
+    ap.add_argument("--device", default="cuda", help="cuda (the check); cpu runs the same path in Triton's interpreter "
+                    "(a smoke test of this script, no load)")
     a = ap.parse_args(argv)
     for spec in a.jobs:
         why = _check_job(spec)
@@ -156,7 +159,7 @@ def main(argv=None) -> int:
     from attnkit.env import record
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_job, args=(spec, i + 1, a.seconds, q)) for i, spec in enumerate(a.jobs)]
+    procs = [ctx.Process(target=_job, args=(spec, i + 1, a.seconds, q, a.device)) for i, spec in enumerate(a.jobs)]
     for p in procs:
         p.start()
     results = [q.get() for _ in procs]
