@@ -1,6 +1,6 @@
 """Stress check of the GPU kernels under concurrent load: several processes calling kernels side by side on one GPU.
 
-Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S] [JOB ...]
+Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S] [--device cuda|cpu] [JOB ...]
   JOB = SUBJECT@CASE, CASE a shape id of attnkit.testing.shapes, SUBJECT either
   - a gate name (attnkit check's, e.g. sparse_int8/gluon): each call's outputs are compared byte for byte with the
     process's first call (every kernel of the library is deterministic), or
