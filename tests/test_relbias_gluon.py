@@ -52,12 +52,10 @@ def test_gluon_tile_rule_and_its_errors():
     # the key-release rule: on with the warp-specialized kernel, off (and refused) without it
     assert gluon_fwd_config(128, ws=True).k_release and not gluon_fwd_config(128, ws=True, k_release=False).k_release
     assert not gluon_fwd_config(128).k_release
-    # the turns: on with the warp-specialized kernel, and required there (without them it returned wrong rows under
-    # concurrent GPU load); the stress experiment's diagnostic still builds the refused configuration
-    assert gluon_fwd_config(128, ws=True).pingpong and not gluon_fwd_config(128).pingpong
-    with pytest.raises(ValueError, match="gluon_pingpong=False"):
-        gluon_fwd_config(128, ws=True, pingpong=False)
-    assert not gluon_fwd_config(128, ws=True, pingpong=False, _no_turns=True).pingpong
+    # the turns: off by default (the rule, GLUON_PINGPONG), on when asked, with the warp-specialized kernel only
+    assert not gluon_fwd_config(128, ws=True).pingpong and not gluon_fwd_config(128).pingpong
+    assert gluon_fwd_config(128, ws=True, pingpong=True).pingpong
+    assert not gluon_fwd_config(128, ws=True, pingpong=False).pingpong
     for kw in (dict(ws=True), dict(pipe=False)):
         with pytest.raises(ValueError, match="gluon_k_early"):
             gluon_fwd_config(128, k_early=True, **kw)
@@ -136,20 +134,20 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
                    (dict(num_warps=8), False), (dict(gluon_pingpong=True), True),
                    (dict(gluon_persistent=True), True), (dict(gluon_k_release=True), True),
-                   (dict(gluon_k_early=True), False), (dict(gluon_pingpong=False), False)):
+                   (dict(gluon_k_early=True), False), (dict(gluon_pingpong=False), True)):
         relbias_kernel_call(inp, force="fwd", **kw)
         assert cfgs.pop().ws == ws, kw
     assert cfgs == []
     relbias_kernel_call(inp, force="fwd")
     c = cfgs.pop()
-    assert c.block_n == 128 and c.pingpong and c.k_release  # its key tile, its consumers' turns, the key release
-    with pytest.raises(ValueError, match="gluon_pingpong=False"):  # the refused kernel without turns
-        relbias_kernel_call(inp, force="fwd", gluon_ws=True, gluon_pingpong=False)
-    # the stress check's diagnostics reach the launch: the refused kernel, and it as it was before its barrier fix
+    assert c.block_n == 128 and not c.pingpong and c.k_release  # its key tile, no turns, the key release
+    relbias_kernel_call(inp, force="fwd", gluon_pingpong=True)  # an option of the warp-specialized kernel alone
+    c = cfgs.pop()
+    assert c.ws and c.pingpong and c.k_release
+    # the stress check's diagnostic reaches the launch: the kernel without turns as it was before its barrier fix
     got = []
     monkeypatch.setattr(interface, "_gluon_fwd", lambda *a, **kw: got.append((a[-2], kw)))
-    relbias_kernel_call(inp, force="fwd", gluon_ws=True, gluon_pingpong=False, _ws_no_turns=True,
-                        _ws_unused_turns=True)
+    relbias_kernel_call(inp, force="fwd", gluon_ws=True, _ws_unused_turns=True)
     c, kw = got.pop()
     assert c.ws and not c.pingpong and kw == dict(unused_turns=True)
 

@@ -7,8 +7,9 @@ Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S]
   - relbias:VARIANT, VARIANT a key of RELBIAS_VARIANTS below: each call compared with the Triton forward kernel
     (gated against the fp64 oracle) on the same inputs; a row is wrong when its largest absolute difference exceeds
     0.01, when it holds a NaN, or when its LSE is not finite.
-  Default: DEFAULT_JOBS (the dispatched relbias warp-specialized kernel, that kernel without its consumers' turns
-  since the fix of its turn barriers and as it was before (which must show wrong rows, so this check can fail), and
+  Default: DEFAULT_JOBS (the dispatched relbias warp-specialized kernel, without its consumers' turns since the
+  fix of its turn barriers, on prefill 8K, on chunks of 128 rows and on a decode-shaped case; the kernel with the
+  turns; the kernel without them as it was before the fix (which must show wrong rows, so this check can fail); and
   a Gluon kernel of sparse_int8 and of mqa_decode).
 
 Every job runs in its own process (spawned), all at the same time, for S seconds, so the GPU is shared the way a
@@ -18,7 +19,8 @@ the jobs, per job: calls, calls with a difference, examples) and prints one line
 
 Runs: at c9db574 (as benchmarks/experiments/relbias_ws_stress.py, relbias jobs only, written VARIANT:CASE; its
 "ws-no-turns*" variants then ran the kernel as "-unused-turns" runs it now): benchmarks/experiments/
-relbias-ws-stress-h200-c9db574.json.
+relbias-ws-stress-h200-c9db574.json. At 9e5c820 (the turns then the default; "ws-no-turns*" reached through a
+diagnostic argument since removed, the same kernel): benchmarks/experiments/stress-h200-9e5c820.json.
 """
 
 import argparse
@@ -29,20 +31,21 @@ import time
 
 RELBIAS_VARIANTS = {
     "dispatched": dict(gluon=True),  # the rule: on long global D 128 sequences the warp-specialized kernel
-    "ws": dict(gluon=True, gluon_ws=True),  # the warp-specialized kernel with its defaults (turns, key release)
+    "ws": dict(gluon=True, gluon_ws=True),  # the warp-specialized kernel with its defaults (no turns, key release)
+    "ws-turns": dict(gluon=True, gluon_ws=True, gluon_pingpong=True),  # its consumers taking turns
     "ws-nokrel": dict(gluon=True, gluon_ws=True, gluon_k_release=False),
-    # without the consumers' turns (refused by the library; reached here by a diagnostic argument): since the fix of
-    # the turn barriers (made only with the turns), and, "-unused-turns", as before it (made and not used: the
-    # memory the compiler then hands to other buffers), which must show wrong rows
-    "ws-no-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False),
-    "ws-no-turns-nokrel": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False,
-                               gluon_k_release=False),
-    "ws-no-turns-nokrel-unused-turns": dict(gluon=True, gluon_ws=True, _ws_no_turns=True, gluon_pingpong=False,
+    # without the consumers' turns: since the fix of the turn barriers (made only with the turns; gluon_pingpong
+    # False is the default since), and, "-unused-turns", as before it (made and not used: the memory the compiler
+    # then hands to other buffers), which must show wrong rows
+    "ws-no-turns": dict(gluon=True, gluon_ws=True, gluon_pingpong=False),
+    "ws-no-turns-nokrel": dict(gluon=True, gluon_ws=True, gluon_pingpong=False, gluon_k_release=False),
+    "ws-no-turns-nokrel-unused-turns": dict(gluon=True, gluon_ws=True, gluon_pingpong=False,
                                             gluon_k_release=False, _ws_unused_turns=True),
     "one-warpgroup": dict(gluon=True, gluon_ws=False),
 }
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
-                "relbias:ws-no-turns-nokrel@relbias-model-prefill-8k-global",
+                "relbias:dispatched@relbias-tune-chunk128-b8-8k",
+                "relbias:ws-turns@relbias-model-prefill-8k-global",
                 "relbias:ws-no-turns-nokrel-unused-turns@relbias-model-prefill-8k-global",
                 "relbias:ws-no-turns@relbias-model-decode-b32-64k",
                 "sparse_int8/gluon@sparse_int8-model-decode-r8-c32k",

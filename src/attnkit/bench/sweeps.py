@@ -387,12 +387,12 @@ SWEEPS["relbias-gluon-3"] = Sweep(
      ("diag-acc-lazy-nobias", dict(gluon=True, gluon_bias_acc=True, gluon_lazy_rescale=True,
                                    _perturb="bias-dropped"))))
 
-# The warp-specialized kernel's settings as they first ran: without turns (gluon_pingpong off, its default until
-# c9db574) and without the early key release (its default until 69133fe), written out so that a rerun does not
-# silently time today's defaults under the old names; the kernel without turns is refused since c9db574 (see
-# relbias/config.py, GLUON_PINGPONG), so those settings fail when rerun.
+# The warp-specialized kernel's settings as they first ran: without turns and without the early key release (the
+# defaults until 69133fe), written out so that a rerun does not silently time other defaults under the old names.
+# The kernel without turns ran then with its unused turn barriers (fixed at a0d56b3, see relbias/config.py,
+# GLUON_PINGPONG), so a rerun times the fixed kernel.
 _NO_TURNS = dict(gluon_pingpong=False, gluon_k_release=False)
-_AS_FIRST_RUN = " (settings as first run; those without turns are refused since c9db574, so they fail)"
+_AS_FIRST_RUN = " (settings as first run; the kernel without turns as fixed at a0d56b3)"
 
 SWEEPS["relbias-gluon-ws"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel (gluon_ws: a TMA producer warp, two consumer warpgroups "
@@ -446,19 +446,16 @@ SWEEPS["relbias-gluon-ws-3"] = Sweep(
 
 SWEEPS["relbias-gluon-ws-4"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel without its consumers' turns since the fix of its turn "
-    "barriers (refused by the library until the stress check runs clean on it: run this after "
-    "benchmarks/experiments/stress_under_load.py; reached by the diagnostic _ws_no_turns), with and without the key "
-    "release, against the dispatched configuration (turns and key release), the persistent grid with turns, and the "
-    "one-warpgroup kernel",
+    "barriers, with and without the key release, against the configuration dispatched when it ran (turns and key "
+    "release), the persistent grid with turns, and the one-warpgroup kernel",
     SWEEPS["relbias-gluon-2"].cases,
     (("rule", dict(gluon=None)),
      ("one-warpgroup", dict(gluon=True, gluon_ws=False)),
-     ("ws", dict(gluon=True, gluon_ws=True)),
-     ("ws-nokrel", dict(gluon=True, gluon_ws=True, gluon_k_release=False)),
-     ("ws-no-turns", dict(gluon=True, gluon_ws=True, gluon_pingpong=False, _ws_no_turns=True)),
-     ("ws-no-turns-nokrel", dict(gluon=True, gluon_ws=True, **_NO_TURNS,
-                                 _ws_no_turns=True)),
-     ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True))))
+     ("ws", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
+     ("ws-nokrel", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_k_release=False)),
+     ("ws-no-turns", dict(gluon=True, gluon_ws=True, gluon_pingpong=False)),
+     ("ws-no-turns-nokrel", dict(gluon=True, gluon_ws=True, **_NO_TURNS)),
+     ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_pingpong=True))))
 
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "

@@ -144,22 +144,22 @@ for _name, _kw, _what in (
          "per score (gluon_bias_gather=False), on the same shapes"),
         ("relbias/gluon_fwd_ws", dict(gluon_ws=True, block_n=64, gluon_k_release=False), "kernel: the "
          "warp-specialized Gluon forward kernel (a TMA producer warp, two consumer warpgroups sharing each key / value "
-         "tile, taking turns; gluon_ws) over 64-key tiles, each key slot released with its value slot "
+         "tile; gluon_ws) over 64-key tiles, without turns, each key slot released with its value slot "
          "(gluon_k_release=False), on the same shapes"),
-        ("relbias/gluon_fwd_ws_bn128", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel over "
-         "its default 128-key tiles, its consumers taking turns and its key slots released after the score products "
-         "(gluon_pingpong, gluon_k_release: the defaults; as dispatched by gluon_ws_rule on sm_90 for long global "
-         "sequences at D 128), on the same shapes"),
+        ("relbias/gluon_fwd_ws_bn128", dict(gluon_ws=True), "kernel: the warp-specialized Gluon forward kernel with "
+         "its defaults: 128-key tiles, its consumers not taking turns, its key slots released after the score "
+         "products (as dispatched by gluon_ws_rule on sm_90 for long global sequences at D 128), on the same shapes"),
         ("relbias/gluon_fwd_ws_persistent", dict(gluon_ws=True, gluon_persistent=True, gluon_k_release=False),
          "kernel: the warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent: one program per "
-         "SM walking the work items, the ring's phases carried across them), each key slot released with its value "
-         "slot (gluon_k_release=False), on the same shapes"),
+         "SM walking the work items, the ring's phases carried across them), without turns, each key slot released "
+         "with its value slot (gluon_k_release=False), on the same shapes"),
         ("relbias/gluon_fwd_k_early", dict(gluon_ws=False, gluon_k_early=True), "kernel: the one-warpgroup Gluon "
          "forward kernel with each key tile issued as soon as the score product two tiles back is done "
          "(gluon_k_early), on the same shapes"),
-        ("relbias/gluon_fwd_ws_krel", dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True), "kernel: "
-         "the warp-specialized Gluon forward kernel with its key slots released after the score products "
-         "(gluon_k_release), on the persistent grid, on the same shapes"),
+        ("relbias/gluon_fwd_ws_krel", dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True,
+                                           gluon_pingpong=True), "kernel: the warp-specialized Gluon forward kernel "
+         "with its key slots released after the score products (gluon_k_release) and its consumers taking turns "
+         "(gluon_pingpong), on the persistent grid, on the same shapes"),
         ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_k_release=False),
          "kernel: the warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over "
          "128-key tiles, each key slot released with its value slot (gluon_k_release=False), on the same shapes"),

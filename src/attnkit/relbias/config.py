@@ -207,30 +207,31 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
                   "consumer warpgroups of 64 query rows sharing each key / value tile (128 rows a program, as cuDNN "
                   "and FlashAttention-3 on sm_90); with gluon_pipe, without gluon_p_smem, gluon_bias_early and "
                   "gluon_lazy_rescale; default: the rule gluon_ws_rule (long global key ranges at D 128)")
-# On, and required, with gluon_ws. Without the turns the kernel returned wrong rows when other processes kept the
-# GPU busy: five processes calling kernels side by side on one H200 (benchmarks/experiments/stress_under_load.py;
-# benchmarks/experiments/relbias-ws-stress-h200-c9db574.json), prefill 8K global without the turns (and without
-# gluon_k_release) had wrong rows in 737 of 1635 calls (the first rows of a consumer's 64, in the last heads
-# launched; some NaN or infinite), while with them, as dispatched, 0 of 1836 (prefill 8K) and 0 of 2132 (chunks of
-# 128), the decode-shaped case (one query row against 64K keys) 0 of 671, and the one-warpgroup kernel 0 of 3231
-# (varlen). The exploratory runs at 69133fe (benchmarks/experiments/relbias-ws-stress-h200-69133fe/) found it: without
-# the turns 970 of 2857 and 1121 of 3065 calls wrong at 8K, 21 of 3063 with gluon_k_release, and the decode-shaped
-# case faulted with an illegal memory access after 5 calls; with the turns 0 in about 22000 calls. Alone on the GPU
-# both passed every gate. The cause, found afterwards in the PTX (compile_check.mbarrier_reuse): without PINGPONG
-# the kernel initialized its two turn barriers and never used them, so the compiler's allocator gave their bytes to
-# the partitions' captured arguments (the second consumer's sequence bounds: the fault) and to the first consumer's
-# layout scratch (its first rows: the wrong rows); reusing an mbarrier's memory before mbarrier.inval is undefined,
-# and it went wrong only when other processes shared the GPU (how is not known). _ws_buffers now makes the turn
-# barriers only with PINGPONG, every compiled variant is checked for such reuse on the CPU
-# (tests/test_compile_sm90.py), and the turns' SASS is unchanged; the kernel without turns stays refused until the
-# stress check has run clean on it on a GPU (its variants ws-no-turns*). Cost of the turns (relbias-gluon-ws-2
-# sweep, 128-key tiles): 1 % at prefill 8K global (2265 against 2241 us), 1 % on chunks of 128 (623 against 615).
+# Off (the rule, with gluon_ws): without the turns the kernel is faster and, since the fix below, right under load.
+# The bug: without the turns the kernel returned wrong rows when other processes kept the GPU busy. Five processes
+# calling kernels side by side on one H200 (benchmarks/experiments/stress_under_load.py;
+# benchmarks/experiments/relbias-ws-stress-h200-c9db574.json): prefill 8K global without the turns (and without
+# gluon_k_release) had wrong rows in 737 of 1635 calls (the first rows of a consumer's 64, in the last heads launched;
+# some NaN or infinite), while with them 0 of 1836 (prefill 8K) and 0 of 2132 (chunks of 128), the decode-shaped case
+# (one query row against 64K keys) 0 of 671. The exploratory runs at 69133fe
+# (benchmarks/experiments/relbias-ws-stress-h200-69133fe/) found it: the decode-shaped case faulted with an illegal
+# memory access after 5 calls. Alone on the GPU both passed every gate. The cause, found in the PTX
+# (compile_check.mbarrier_reuse): without PINGPONG the kernel initialized its two turn barriers and never used them,
+# so the compiler's allocator gave their bytes to the partitions' captured arguments (the second consumer's sequence
+# bounds: the fault) and to the first consumer's layout scratch (its first rows: the wrong rows); reusing an
+# mbarrier's memory before mbarrier.inval is undefined. _ws_buffers now makes the turn barriers only with PINGPONG,
+# and every compiled variant is checked for such reuse on the CPU (tests/test_compile_sm90.py).
+# The fix on the H200 at 9e5c820 (benchmarks/experiments/stress-h200-9e5c820.json, six processes for 45 s): without
+# the turns 0 wrong of 1700 calls at prefill 8K (without the key release) and 0 of 722 on the decode-shaped case
+# (with it), while the kernel as it was before the fix, in the same run, had wrong rows in 537 of 1400.
+# Speed (benchmarks/sweeps/h200-9e5c820/sweep-relbias-gluon-ws-4.json, paired ratios against the turns, 5 rounds):
+# without the turns, with the key release, 1.7 % faster at prefill 8K global (1.017 [1.016-1.018]) and 4 % on 8
+# chunks of 128 rows against 8K keys (585 against 610 us); without the key release too, about as fast as the turns.
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", None,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
-                        "so one's softmax runs under the other's products; default: on with gluon_ws, and "
-                        "gluon_pingpong=False with gluon_ws is refused: without the turns the kernel returned wrong "
-                        "rows under concurrent GPU load (config.py)")
+                        "so one's softmax runs under the other's products; default: off (without them the kernel is "
+                        "2-4 % faster, relbias-gluon-ws-4 sweep)")
 # Off: at 0da00a4 (benchmarks/sweeps/h200-0da00a4/sweep-relbias-gluon-ws-3.json, paired against the rule) the
 # persistent grid with the early key release was 3 % faster than the early key release alone on 8 chunks of 128 rows
 # against 8K keys (564 against 583 us) and 5 % slower at prefill 8K global (2360 against 2251); without the early
@@ -411,18 +412,16 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      num_stages: int | None = None, pipe: bool = True, bias_gather: bool = True,
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
-                     persistent: bool = False, k_release: bool | None = None, k_early: bool = False,
-                     _no_turns: bool = False) -> GluonFwdConfig:
+                     persistent: bool = False, k_release: bool | None = None,
+                     k_early: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
     num_warps, num_stages) beat it. bias_acc None: the rule, on in the overlapped schedule unless bias_early is set
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
-    128 query rows a program); pingpong: its consumers take turns (None: on with ws; False with ws is refused, see
-    GLUON_PINGPONG, but for _no_turns, the stress experiment's way to run the refused kernel); persistent: on a
-    persistent grid; k_release:
-    its key slots released after the score products (None: the rule, on with ws); k_early: the one-warpgroup
-    kernel's key tiles issued after the score products."""
+    128 query rows a program); pingpong: its consumers take turns (None: the rule, off, see GLUON_PINGPONG);
+    persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
+    on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -438,14 +437,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
-    if ws and not _no_turns:  # the turns are required (GLUON_PINGPONG)
-        if pingpong is False:
-            raise ValueError("gluon_pingpong=False: the warp-specialized kernel (gluon_ws) without its consumers' "
-                             "turns returned wrong rows under concurrent GPU load (attnkit/relbias/config.py, "
-                             "GLUON_PINGPONG: the cause is fixed but not yet re-checked on a GPU), so it is not "
-                             "offered; leave gluon_pingpong unset or set gluon_ws=False")
-        pingpong = True
-    pingpong = bool(pingpong)
+    pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)
     if k_early and (ws or not pipe):
         raise ValueError("gluon_k_early: the one-warpgroup kernel's overlapped schedule only (gluon_pipe, not "
                          "gluon_ws; the warp-specialized kernel has gluon_k_release)")

@@ -132,8 +132,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
                       fp8_f16_cvt=None,
-                      _perturb=None, _force=None, _masked_strip=True, _ws_no_turns=False,
-                      _ws_unused_turns=False):
+                      _perturb=None, _force=None, _masked_strip=True, _ws_unused_turns=False):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
@@ -166,9 +165,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     when softmax_scale > 0; default: on with gluon_pipe unless gluon_bias_early is set, the relbias-gluon-3 sweep),
     ``gluon_ws`` (the warp-specialized Gluon kernel: a TMA producer warp, two consumer warpgroups of 64 rows sharing
     each key / value tile; default: the rule ``config.gluon_ws_rule``) with ``gluon_pingpong`` (its consumers take
-    turns issuing their products; on with gluon_ws, and required: without the turns the kernel returned wrong rows
-    under concurrent GPU load, so ``gluon_pingpong=False`` with ``gluon_ws=True`` is a ValueError, and the rule
-    leaves the kernel out when it is set) and ``gluon_persistent`` (on a persistent grid, one program per SM
+    turns issuing their products; off: 2-4 % slower, the relbias-gluon-ws-4 sweep) and ``gluon_persistent`` (on a persistent grid, one program per SM
     walking the work items; off: slower at prefill 8K) and ``gluon_k_release`` (its key slots released after the
     score products, so the next key tile loads during the softmax; default: on with gluon_ws, 2-6 % faster; both
     timed by the relbias-gluon-ws-3 sweep); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
@@ -176,9 +173,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
-    per-score lookup in the forward kernel's masked tiles; ``_ws_no_turns=True`` (a diagnostic for
-    benchmarks/experiments/stress_under_load.py) runs the refused warp-specialized kernel without its turns, and
-    ``_ws_unused_turns=True`` with it as it was before its fix (its turn barriers made but not used).
+    per-score lookup in the forward kernel's masked tiles; ``_ws_unused_turns=True`` (a diagnostic for
+    benchmarks/experiments/stress_under_load.py) runs the warp-specialized kernel without turns as it was before the
+    fix of its turn barriers (made but not used), which returns wrong rows under concurrent GPU load.
     """
     tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
                 num_stages=STAGES_OPT.resolve(num_stages))
@@ -249,10 +246,10 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             gws = True
         if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
             gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
-                   and gpipe and not (gpsmem or gearly or glazy or gkearly) and gpp is not False
+                   and gpipe and not (gpsmem or gearly or glazy or gkearly)
                    and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
-                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly, _no_turns=_ws_no_turns)
+                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
                    _perturb, gcfg, heavy, unused_turns=_ws_unused_turns)
         return out, lse

@@ -180,11 +180,11 @@ def _variants():
                                               (128, 128, False, False, True, True, True),  # as dispatched
                                               (128, 128, True, True, True, True, True),
                                               (128, 128, False, False, None, True, False)):  # None: the bug below
-        # without turns: refused at run time, compiled for the SASS record; pp None: without turns, with the turn
-        # barriers made but not used, as before their fix (the stress check's failing variant; mbarrier_reuse flags it)
+        # pp None: without turns, with the turn barriers made but not used, as before their fix (the stress check's
+        # failing variant; mbarrier_reuse flags it)
         bug = pp is None
         pp = bool(pp)
-        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel, _no_turns=not pp)
+        gc = gluon_fwd_config(D, block_n=bn, bias_acc=bacc, ws=True, pingpong=pp, k_release=krel)
         desc = f"tensordesc<bf16[{gc.block_n}, {D}],{KV_LAYOUT!r}>"
         out.append((f"relbias_fwd_gluon_ws D{D} bn{bn} s{gc.stages}" + (" pingpong" if pp else "")
                     + (" acc" if bacc else "") + (" window" if win else "") + (" clamp" if clamp else "")
