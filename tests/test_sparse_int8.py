@@ -172,9 +172,17 @@ def test_gluon_rule_and_its_errors(device):
     p = plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True)
     assert p.gluon and (p.swap_ab, p.qk_int8, p.block_n, p.num_warps) == (True, True, 64, 4)
     assert not plan(2048, 2, 12, 2048, 132, None, 256).gluon  # cannot run: the Triton tile
-    assert plan(8, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # splits from 4 rows
+    assert plan(8, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # splits from 2 rows
     assert plan(4, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon
-    assert not plan(3, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # 1 to 3 rows: the Triton rule
+    assert plan(2, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon
+    assert not plan(1, 2, 12, 2048, 132, None, 256, gluon_ok=True).gluon  # 1 row: the Triton rule
+    # the split target: two programs per SM for the Gluon kernel's decode splits from 8 rows, one elsewhere (and on
+    # the Triton kernel); an explicit ctas_per_sm beats it
+    splits = lambda T, **kw: plan(T, 2, 12, 2048, 132, None, 256, **kw).num_splits  # noqa: E731
+    # (32 tiles of 64 candidates, split into about target x 132 / (T x 2) parts of whole tiles)
+    assert splits(8, gluon_ok=True) == 16 and splits(16, gluon_ok=True) == 8
+    assert splits(4, gluon_ok=True) == 16 and splits(8, gluon_ok=True, ctas_per_sm=1) == 8
+    assert splits(8, gluon_ok=True, gluon=False) == 8 and splits(8) == 8
     assert not plan(2048, 2, 12, 2048, 132, None, 128, gluon_ok=True).gluon  # D < 256: not timed
     assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, int8_cache=False).gluon
     assert not plan(2048, 2, 12, 2048, 132, None, 256, gluon_ok=True, num_warps=8).gluon  # an option it cannot take

@@ -295,7 +295,7 @@ register(Gate(
     what="kernel: Gluon swap-AB integer-score tile for sm_90 (key codes copied straight into shared memory for one "
          "integer warpgroup MMA against the query's four digits, value codes converted once into a bf16 tile for one "
          "MMA against both probability halves; the split-bf16 query where a row's digits miss the budget), direct or "
-         "split-K + merge as planned, on every shape (the path dispatched on sm_90 at D = 256 from 4 rows)",
+         "split-K + merge as planned, on every shape (the path dispatched on sm_90 at D = 256 from 2 rows)",
     needs="sm90",
     perturbations=_SPARSE_PERTURBATIONS,
 ))

@@ -46,11 +46,20 @@ SUPPORTED_HEAD_DIMS = (64, 128, 256)
 # 22.5 / 18.8; benchmarks/sweeps/h200-406d46d/sweep-sparse_int8-gluon.json (its first form, six products a tile,
 # slower than the final one wherever both ran): decode 2 rows 11.2 / 11.4, 4 rows 16.6 / 14.6; the bench at 5728b74
 # (benchmarks/results/sparse_int8-h200-2026-11-30-5728b74.json, the rule as below): 4 rows 16.5 / 13.8. So: the
-# direct path and splits from 4 rows; 1 row keeps the Triton rule, and 2 and 3 rows too (not shown to win). At 8 warps
+# direct path and splits from 4 rows; 1 row kept the Triton rule, and 2 and 3 rows too (not shown to win then; see below). At 8 warps
 # (two warpgroups splitting the heads, each reading the whole key tile) the first form took 1.7x as long at 2048 rows
 # (benchmarks/sweeps/h200-83d3f17/sweep-sparse_int8-gluon-2.json); issuing a tile's products back to back with one
 # wait gained nothing (same sweep). Neither is an option.
-GLUON_MIN_SPLIT_ROWS = 4
+# Re-timed at 64b9dc1 (benchmarks/sweeps/h200-64b9dc1/sweep-sparse_int8-gluon.json, 5 rounds, paired ratios Gluon /
+# Triton): 1 row 10.2 / 8.8 us (1.16 [1.16-1.16]), 2 rows 10.8 / 11.1 (0.97 [0.97-0.97]), 4 rows 13.7 / 16.5, 8 rows
+# 18.7 / 22.3. So splits from 2 rows (3 rows not timed: between two timed wins); 1 row keeps the Triton rule.
+# The split target with the Gluon kernel (same sweep, gluon-c2: two programs per SM against one): 8 rows 17.8
+# against 18.7 us (Gluon at one / two per SM 1.050 [1.050-1.052]; the same on the adversarial 8-row cases, 1.052 and
+# 1.055), 4 rows 14.2 against 13.7 (0.964), 1 and 2 rows within 1 %, prefill 128 rows 11 % slower (two per SM moves it
+# off the direct path). So two per SM for the Gluon kernel's decode splits from 8 rows (16 rows not timed), one
+# elsewhere.
+GLUON_MIN_SPLIT_ROWS = 2
+GLUON_SPLIT_CTAS_PER_SM, GLUON_SPLIT_CTAS_MIN_ROWS = 2, 8
 MAX_GROUP = 16
 DECODE_MAX_ROWS = 16
 BLOCK_N = 64  # candidates per tile; 32 at D = 256 (see plan)
@@ -67,7 +76,8 @@ BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_SPARSE_INT8_BLOCK_N", None, 16, 64,
 WARPS_OPT = IntOption("num_warps", "ATTNKIT_SPARSE_INT8_WARPS", None, 4, 8,
                       "warps per program (4 or 8); default: the plan's rule (8 from D = 128 up)")
 CTAS_OPT = IntOption("ctas_per_sm", "ATTNKIT_SPARSE_INT8_CTAS_PER_SM", None, 1, 16,
-                     "split rule: programs per SM the splits aim for; default: SPLIT_TARGET_CTAS_PER_SM")
+                     "split rule: programs per SM the splits aim for; default: SPLIT_TARGET_CTAS_PER_SM (the Gluon "
+                     "kernel's decode splits from 8 rows: GLUON_SPLIT_CTAS_PER_SM)")
 STAGES_OPT = IntOption("num_stages", "ATTNKIT_SPARSE_INT8_STAGES", None, 1, 4,
                        "software-pipeline stages of the candidate-tile loop (Triton's num_stages); default: the rule")
 PIPELINE = Switch("pipeline", "ATTNKIT_SPARSE_INT8_PIPELINE", False,
@@ -87,7 +97,7 @@ GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
                "the swap-AB integer-score tile as a Gluon kernel for sm_90 (key codes copied straight into shared "
                "memory for one integer MMA against the query's four digits, value codes converted once into a bf16 "
                "tile for one MMA against both probability halves); default: the rule (D = 256 over an int8 cache, "
-               "the direct path and splits from 4 rows) wherever the kernel can run (a CUDA sm_90 GPU, int8 caches "
+               "the direct path and splits from 2 rows) wherever the kernel can run (a CUDA sm_90 GPU, int8 caches "
                "whose pointers and strides are multiples of 16 bytes)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
@@ -118,6 +128,7 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
     candidates 174 / 164 (direct / split), 4 warps x 32 203 / 192, no spills."""
     target = ctas_per_sm or SPLIT_TARGET_CTAS_PER_SM
     direct = tiles_per_split is None and T > DECODE_MAX_ROWS and T * hkv >= target * sm_count
+    # (with the Gluon kernel, decode splits from GLUON_SPLIT_CTAS_MIN_ROWS rows aim for GLUON_SPLIT_CTAS_PER_SM: below)
     if head_dim >= 256:  # the timed rule
         warps = num_warps or (4 if direct or T >= 8 else 8)
         stages = num_stages or (3 if not direct and T >= 8 else 2)
@@ -135,7 +146,7 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
         raise ValueError("qk_int8: is a swap-AB tile's; it needs swap_ab=True")
     qk8 = qk8 and int8_cache
     # the Gluon kernel (sm_90): the same swap-AB integer-score tile, 64 candidates at 4 warps; the rule where it was
-    # timed faster (the evidence above GLUON_MIN_SPLIT_ROWS): D = 256 over an int8 cache, the direct path and splits from 4 rows
+    # timed faster (the evidence above GLUON_MIN_SPLIT_ROWS): D = 256 over an int8 cache, the direct path and splits from 2 rows
     gluon_rule = (gluon_ok and int8_cache and head_dim >= 256 and (direct or T >= GLUON_MIN_SPLIT_ROWS)
                   and swap_ab is not False and qk_int8 is not False and block_n in (None, 64)
                   and num_warps in (None, 4))
@@ -150,6 +161,8 @@ def plan(T: int, hkv: int, group: int, n: int, sm_count: int, tiles_per_split: i
         if block_n not in (None, 64) or num_warps not in (None, 4):
             raise ValueError("gluon: the Gluon kernel's tile is 64 candidates at 4 warps")
         swap, qk8 = True, True
+        if ctas_per_sm is None and not direct and GLUON_SPLIT_CTAS_MIN_ROWS <= T <= DECODE_MAX_ROWS:
+            target = GLUON_SPLIT_CTAS_PER_SM
     if swap and num_warps is None:
         warps = 4
     # D = 256 takes 32-candidate tiles: with 64 the sm_90 cubins spill 112 / 224 bytes per thread
