@@ -8,9 +8,10 @@ KERNEL_PATHS = {
         ("split-K decode (1-16 rows) + merge: Triton (gated on the H200 at 5728b74)", "implemented"),
         ("swap-AB integer-score tile in Gluon for sm_90 (key codes copied into shared memory for one integer warpgroup "
          "MMA against the query's four digits, value codes converted once for one MMA against both probability "
-         "halves; gated on the H200 at 5728b74): dispatched at D = 256 on the direct path and on splits from 4 rows. "
-         "1.34x faster than the Triton kernels in prefill (1.54 ms at 2048 rows), 1.19x in decode at 4-8 rows; "
-         "decode 8.9 / 18.8 us at 1 / 8 rows: the 0.45 ms and 6 / 8 us targets are not met", "implemented"),
+         "halves; gated on the H200 at 512bdcb): dispatched at D = 256 on the direct path and on splits from 2 rows "
+         "(from 8 rows at two programs per SM). 1.34x faster than the Triton kernels in prefill (1.53 ms at 2048 "
+         "rows), 1.03x at 2 rows, 1.20-1.26x at 4-8 rows; decode 8.9 / 17.8 us at 1 / 8 rows (the Triton rule at 1 "
+         "row): the 0.45 ms and 6 / 8 us targets are not met", "implemented"),
     ],
     "mqa_decode": [
         ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca; dispatched for H other than "
@@ -39,11 +40,12 @@ KERNEL_PATHS = {
          "1.22-1.40x faster than the Triton kernel; window and varlen 0.86x / 0.89x FlexAttention without bias, "
          "2.5x / 3.3x faster than FlexAttention score_mod", "implemented"),
         ("forward in Gluon for sm_90, warp-specialized (a TMA producer warp, two consumer warpgroups sharing each "
-         "key / value tile and taking turns, key slots released after the score products; dispatched for global D 128 "
-         "layers with long sequences by gluon_ws_rule; gated on the H200 at c9db574, and stress-checked with five "
-         "processes sharing the GPU, which found wrong rows without the turns: its unused turn barriers' memory reused, "
-         "fixed, and refused until re-checked on a GPU): prefill 8K 2142 us, "
-         "1.23x cuDNN without bias (the 1.15x target is not met), 2.7x faster than FlexAttention score_mod", "implemented"),
+         "key / value tile, key slots released after the score products, the consumers' turns an option; dispatched "
+         "for global D 128 layers with long sequences by gluon_ws_rule; gated on the H200 at 64b9dc1, and "
+         "stress-checked with processes sharing the GPU, which found wrong rows without the turns before the fix of "
+         "its unused turn barriers, and none since): prefill 8K 2143 us, 1.22x cuDNN without bias (the 1.15x "
+         "target is not met), 2.8x faster than FlexAttention score_mod; 8 chunks of 128 against 8K 578 us, 0.71x "
+         "cuDNN", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),

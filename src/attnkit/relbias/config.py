@@ -227,6 +227,11 @@ GLUON_WS = Switch("gluon_ws", "ATTNKIT_RELBIAS_GLUON_WS", None,
 # Speed (benchmarks/sweeps/h200-9e5c820/sweep-relbias-gluon-ws-4.json, paired ratios against the turns, 5 rounds):
 # without the turns, with the key release, 1.7 % faster at prefill 8K global (1.017 [1.016-1.018]) and 4 % on 8
 # chunks of 128 rows against 8K keys (585 against 610 us); without the key release too, about as fast as the turns.
+# As dispatched since (64b9dc1): stress benchmarks/experiments/stress-h200-64b9dc1.json (seven processes, 45 s) 0
+# wrong of 1955 calls at 8K, 0 of 2383 on chunks of 128, 0 of 858 decode-shaped (with the turns 0 of 1538; the pre-fix
+# kernel 536 of 1335); gates benchmarks/checks/check-relbias-gluon_fwd_ws*-h200-64b9dc1.jsonl; bench
+# benchmarks/results/relbias-h200-2026-12-01-64b9dc1-prefill.json: 8K global 2143 us (2142 with the turns at c9db574),
+# chunks of 128 578 us (612).
 GLUON_PINGPONG = Switch("gluon_pingpong", "ATTNKIT_RELBIAS_GLUON_PINGPONG", None,
                         "warp-specialized Gluon forward kernel (gluon_ws): the two consumer warpgroups take turns "
                         "issuing their products (FlashAttention-3's warp-scheduler barrier, here an mbarrier pair), "
