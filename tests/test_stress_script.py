@@ -1,6 +1,6 @@
 """benchmarks/experiments/stress_under_load.py, the check of the GPU kernels under concurrent load: its job grammar
-and both of its comparisons, run here on the CPU (the interpreter) on small cases, each shown failing on a changed
-result. The load itself needs a GPU."""
+and both of its comparisons, run on small cases where the kernels run (the interpreter on a CPU, else the GPU), each
+shown failing on a changed result. The load itself needs a GPU."""
 
 import importlib.util
 import pathlib
@@ -27,9 +27,9 @@ def test_jobs_are_checked_before_any_process_starts(stress):
     assert stress._check_job("sparse_int8/triton") == "SUBJECT@CASE"
 
 
-def test_gate_subject_compares_bytes_with_its_first_call(stress):
+def test_gate_subject_compares_bytes_with_its_first_call(stress, device):
     case, call, check = stress._subject("sparse_int8/triton@sparse_int8-decode-r1-g4-n65")
-    inp = inputs.make_inputs(case, device="cpu", seed=1)
+    inp = inputs.make_inputs(case, device=device, seed=1)
     assert check(call(inp)) == (0, None)  # the first call is the reference
     assert check(call(inp)) == (0, None)  # deterministic
     out, lse = call(inp)
@@ -38,10 +38,10 @@ def test_gate_subject_compares_bytes_with_its_first_call(stress):
     assert n > 0 and ex["bytes_differing"][0] > 0
 
 
-def test_relbias_subject_compares_with_the_triton_kernel(stress, monkeypatch):
+def test_relbias_subject_compares_with_the_triton_kernel(stress, monkeypatch, device):
     monkeypatch.setitem(stress.RELBIAS_VARIANTS, "triton", dict(gluon=False))  # no Gluon on a CPU
     case, call, check = stress._subject("relbias:triton@relbias-prefill-s113")
-    inp = inputs.make_inputs(case, device="cpu", seed=1)
+    inp = inputs.make_inputs(case, device=device, seed=1)
     o, lse = call(inp)
     assert check((o, lse)) == (0, None)
     o = o.clone()
@@ -53,15 +53,15 @@ def test_relbias_subject_compares_with_the_triton_kernel(stress, monkeypatch):
     assert check((o, lse))[0] == 2
 
 
-def test_the_script_runs_its_processes_and_writes_its_record(tmp_path):
-    """The whole path (spawned processes, the queue, the JSON record) in Triton's interpreter on the CPU: a gate
-    job and a relbias job for a second each, every call agreeing."""
+def test_the_script_runs_its_processes_and_writes_its_record(tmp_path, device):
+    """The whole path (spawned processes, the queue, the JSON record), in Triton's interpreter on a CPU (else on the
+    GPU): a gate job and a relbias job for a second each, every call agreeing."""
     import json
     import subprocess
     import sys
     out = tmp_path / "stress.json"
     jobs = ["sparse_int8/triton@sparse_int8-decode-r1-g4-n65", "relbias/triton_fwd@relbias-prefill-s1"]
-    r = subprocess.run([sys.executable, str(_PATH), str(out), *jobs, "--seconds", "1", "--device", "cpu"],
+    r = subprocess.run([sys.executable, str(_PATH), str(out), *jobs, "--seconds", "1", "--device", device],
                        capture_output=True, text=True, timeout=600)  # as a script: spawned processes import it so
     assert r.returncode == 0, r.stderr[-3000:]
     assert all(j in r.stdout for j in jobs), r.stdout
