@@ -1,6 +1,7 @@
 """The console script end to end (subprocesses, as a user runs it)."""
 
 import json
+import pathlib
 import os
 import subprocess
 import sys
@@ -86,3 +87,27 @@ def test_merged_shards_fail_when_any_shard_fails_and_catch_when_any_catches():
                      power={"p": dict(caught=False, case=None, tried=1)})
     merged, = merge_shards([[a], [bad]], "smoke", {"x": ["c0", "c1"]})
     assert merged.status == "fail" and "1 case(s) failed" in merged.reason and "power check not caught" in merged.reason
+
+
+def test_source_digest_follows_the_source_and_nothing_else(tmp_path):
+    """env.source_digest: the same for the same files wherever they lie, different when a byte, a file name or the
+    set of files changes; the environment record carries the package's."""
+    import shutil
+
+    from attnkit import env
+    pkg = pathlib.Path(env.__file__).resolve().parent
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(pkg, a, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(pkg, b, ignore=shutil.ignore_patterns("__pycache__"))
+    assert env.source_digest(a) == env.source_digest(b) == env.source_digest()
+    assert env.record()["src_digest"] == env.source_digest()
+    f = b / "relbias" / "config.py"
+    f.write_bytes(f.read_bytes() + b" ")
+    assert env.source_digest(b) != env.source_digest(a)
+    f.write_bytes(f.read_bytes()[:-1])
+    assert env.source_digest(b) == env.source_digest(a)
+    f.rename(b / "relbias" / "config2.py")
+    assert env.source_digest(b) != env.source_digest(a)
+    (b / "relbias" / "config2.py").rename(f)
+    (b / "extra.py").write_text("")
+    assert env.source_digest(b) != env.source_digest(a)

@@ -28,6 +28,21 @@ def git_sha() -> str:
     return "unknown"
 
 
+def source_digest(root: Path | None = None) -> str:
+    """A digest of the library's source as it ran: sha256 over every .py file under ``root`` (default: the attnkit
+    package), each as its path relative to root and its bytes, in sorted order; the first 16 hex digits. Unlike
+    git_sha it does not depend on a .git directory or on ATTNKIT_GIT_SHA being right: an artifact's digest can be
+    checked against a commit by computing it over that commit's tree (``attnkit env``)."""
+    import hashlib
+    root = Path(root) if root is not None else Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        if "__pycache__" in f.parts:
+            continue
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def device_kind() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -41,6 +56,7 @@ def record() -> dict:
     env = {
         "time_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_sha": git_sha(),
+        "src_digest": source_digest(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton_version,
