@@ -56,6 +56,10 @@ def test_gluon_tile_rule_and_its_errors():
     assert not gluon_fwd_config(128, ws=True).pingpong and not gluon_fwd_config(128).pingpong
     assert gluon_fwd_config(128, ws=True, pingpong=True).pingpong
     assert not gluon_fwd_config(128, ws=True, pingpong=False).pingpong
+    # the row reductions as trees: off by default, the warp-specialized kernel's only
+    assert not gluon_fwd_config(128, ws=True).tree and gluon_fwd_config(128, ws=True, tree=True).tree
+    with pytest.raises(ValueError, match="gluon_tree_reduce"):
+        gluon_fwd_config(128, tree=True)
     for kw in (dict(ws=True), dict(pipe=False)):
         with pytest.raises(ValueError, match="gluon_k_early"):
             gluon_fwd_config(128, k_early=True, **kw)
@@ -134,13 +138,14 @@ def test_the_warp_specialized_kernel_is_dispatched_by_the_rule(monkeypatch, devi
     for kw, ws in ((dict(), True), (dict(gluon_ws=False), False), (dict(gluon_p_smem=True), False),
                    (dict(num_warps=8), False), (dict(gluon_pingpong=True), True),
                    (dict(gluon_persistent=True), True), (dict(gluon_k_release=True), True),
-                   (dict(gluon_k_early=True), False), (dict(gluon_pingpong=False), True)):
+                   (dict(gluon_k_early=True), False), (dict(gluon_pingpong=False), True),
+                   (dict(gluon_tree_reduce=True), True)):
         relbias_kernel_call(inp, force="fwd", **kw)
         assert cfgs.pop().ws == ws, kw
     assert cfgs == []
     relbias_kernel_call(inp, force="fwd")
     c = cfgs.pop()
-    assert c.block_n == 128 and not c.pingpong and c.k_release  # its key tile, no turns, the key release
+    assert c.block_n == 128 and not c.pingpong and c.k_release and not c.tree  # its tile, no turns, key release
     relbias_kernel_call(inp, force="fwd", gluon_pingpong=True)  # an option of the warp-specialized kernel alone
     c = cfgs.pop()
     assert c.ws and c.pingpong and c.k_release
@@ -232,7 +237,9 @@ TILE_OPTIONS = [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_sta
                 dict(gluon_ws=True, gluon_k_release=True, block_n=64),
                 dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True),
                 dict(gluon_ws=False, gluon_k_early=True),
-                dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3)]
+                dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3),
+                dict(gluon_ws=True, gluon_tree_reduce=True),
+                dict(gluon_ws=True, gluon_tree_reduce=True, gluon_pingpong=True, block_n=64, gluon_bias_acc=False)]
 
 
 @pytest.mark.parametrize("opts", TILE_OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
@@ -250,7 +257,7 @@ _CONFIG_ARGS = {"block_n": "block_n", "num_warps": "num_warps", "num_stages": "n
                 "gluon_bias_gather": "bias_gather", "gluon_bias_early": "bias_early", "gluon_p_smem": "p_smem",
                 "gluon_lazy_rescale": "lazy_rescale", "gluon_bias_acc": "bias_acc", "gluon_ws": "ws",
                 "gluon_pingpong": "pingpong", "gluon_persistent": "persistent", "gluon_k_release": "k_release",
-                "gluon_k_early": "k_early"}
+                "gluon_k_early": "k_early", "gluon_tree_reduce": "tree"}
 
 
 @pytest.mark.parametrize("opts", TILE_OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))

@@ -457,6 +457,15 @@ SWEEPS["relbias-gluon-ws-4"] = Sweep(
      ("ws-no-turns-nokrel", dict(gluon=True, gluon_ws=True, **_NO_TURNS)),
      ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_pingpong=True))))
 
+SWEEPS["relbias-gluon-ws-5"] = Sweep(
+    "relbias", "the warp-specialized Gluon forward kernel's row maxima and sums as trees (gluon_tree_reduce) against "
+    "the dispatched configuration (no turns, key release), with and without the turns",
+    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"),
+    (("rule", dict(gluon=None)),
+     ("ws-tree", dict(gluon=True, gluon_ws=True, gluon_tree_reduce=True)),
+     ("ws-turns", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
+     ("ws-turns-tree", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_tree_reduce=True))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

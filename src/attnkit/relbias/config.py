@@ -262,6 +262,13 @@ GLUON_K_RELEASE = Switch("gluon_k_release", "ATTNKIT_RELBIAS_GLUON_K_RELEASE", N
                          "soon as both consumers' score products read it (its own empty barriers), instead of with its "
                          "value slot after the value product, so key tile j + 1 is loaded during tile j's softmax and "
                          "not after it; default: on with gluon_ws (2-6 % faster, relbias-gluon-ws-3 sweep)")
+# Off: not yet timed. In the sm_90 SASS of the dispatched configuration (compile_check) the row maxima become a tree
+# of independent FMNMX instead of a chain of 32 dependent ones per row, and the row sums likewise; the loop keeps its
+# 581 instructions, and with the option off every compiled variant's SASS is unchanged.
+GLUON_TREE_REDUCE = Switch("gluon_tree_reduce", "ATTNKIT_RELBIAS_GLUON_TREE_REDUCE", False,
+                           "warp-specialized Gluon forward kernel (gluon_ws): each tile's row maxima and row sums as "
+                           "trees (column halves combined elementwise) instead of one dependent chain along a "
+                           "thread's columns; the sums' order changes, so the last bits may; off: not yet timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -353,6 +360,7 @@ class GluonFwdConfig:
     persistent: bool = False  # one program per SM walking the work items (gluon_persistent)
     k_release: bool = False  # key slots released after the score products (gluon_k_release)
     k_early: bool = False  # one-warpgroup kernel: key tiles issued after the score products (gluon_k_early)
+    tree: bool = False  # warp-specialized kernel: row maxima and sums as trees (gluon_tree_reduce)
 
     @property
     def block_m(self) -> int:
@@ -418,7 +426,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
-                     k_early: bool = False) -> GluonFwdConfig:
+                     k_early: bool = False, tree: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -426,7 +434,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
     128 query rows a program); pingpong: its consumers take turns (None: the rule, off, see GLUON_PINGPONG);
     persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
-    on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products."""
+    on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the
+    warp-specialized kernel's row reductions as trees."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -440,6 +449,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_persistent: the persistent grid of the warp-specialized kernel (gluon_ws)")
     if k_release and not ws:
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
+    if tree and not ws:
+        raise ValueError("gluon_tree_reduce: the warp-specialized kernel's softmax (gluon_ws)")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
     pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)
@@ -475,7 +486,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                          "(before the scores are waited for) does not apply; set one of the two")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
-                          ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early)
+                          ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early,
+                          tree=bool(tree))
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -14,7 +14,7 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
-                     GLUON_K_EARLY, GLUON_K_RELEASE,
+                     GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
                      gluon_fwd_rule, gluon_ws_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
@@ -131,7 +131,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
-                      fp8_f16_cvt=None,
+                      gluon_tree_reduce=None, fp8_f16_cvt=None,
                       _perturb=None, _force=None, _masked_strip=True, _ws_unused_turns=False):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -168,7 +168,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     turns issuing their products; off: 2-4 % slower, the relbias-gluon-ws-4 sweep) and ``gluon_persistent`` (on a persistent grid, one program per SM
     walking the work items; off: slower at prefill 8K) and ``gluon_k_release`` (its key slots released after the
     score products, so the next key tile loads during the softmax; default: on with gluon_ws, 2-6 % faster; both
-    timed by the relbias-gluon-ws-3 sweep); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
+    timed by the relbias-gluon-ws-3 sweep) and ``gluon_tree_reduce`` (its row maxima and sums as trees instead of
+    dependent chains; off: not yet timed); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
@@ -193,6 +194,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gws, gpp = GLUON_WS.resolve(gluon_ws), GLUON_PINGPONG.resolve(gluon_pingpong)
     gpers, gkrel = GLUON_PERSISTENT.resolve(gluon_persistent), GLUON_K_RELEASE.resolve(gluon_k_release)
     gkearly = GLUON_K_EARLY.resolve(gluon_k_early)
+    gtree = GLUON_TREE_REDUCE.resolve(gluon_tree_reduce)
     f16_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
@@ -242,14 +244,14 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
-        if gws is None and (gpp or gpers or gkrel):  # options of the warp-specialized kernel alone
+        if gws is None and (gpp or gpers or gkrel or gtree):  # options of the warp-specialized kernel alone
             gws = True
         if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
             gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
                    and gpipe and not (gpsmem or gearly or glazy or gkearly)
                    and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
-                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly)
+                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly, gtree)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
                    _perturb, gcfg, heavy, unused_turns=_ws_unused_turns)
         return out, lse
@@ -313,7 +315,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
         meta = dict(HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages,
                     HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
                     GATHER=cfg.bias_gather, ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong,
-                    KREL=cfg.k_release, num_warps=4, maxnreg=GLUON_WS_MAXNREG)
+                    KREL=cfg.k_release, TREE=cfg.tree, num_warps=4, maxnreg=GLUON_WS_MAXNREG)
         if unused_turns:  # the diagnostic: the kernel as it was before its turn barriers' fix
             meta["UNUSED_TURNS"] = True
         strides = (q.stride(0), q.stride(1), out.stride(0), out.stride(1), lse.stride(0))

@@ -208,12 +208,48 @@ def _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, str
 
 
 @gluon.jit
-def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, qk_scale=None):
+def _halve(x, IS_MAX: gl.constexpr):
+    """x [R, N] -> [R, N / 2]: column c combined with column c + N / 2 (max or sum), elementwise."""
+    R: gl.constexpr = x.shape[0]
+    N: gl.constexpr = x.shape[1]
+    y = gl.reshape(x, [R, 2, N // 2])
+    if IS_MAX:
+        return gl.max(y, 1)
+    else:
+        return gl.sum(y, 1)
+
+
+@gluon.jit
+def _row_reduce(x, IS_MAX: gl.constexpr, TREE: gl.constexpr):
+    """The max or sum of each row of x [R, N]. TREE: halve the columns pairwise down to 8 first (a tree of
+    independent operations; in the warpgroup MMA layout a thread holds both halves while more than 8 columns remain)
+    instead of one dependent chain along a thread's columns."""
+    if TREE:
+        if x.shape[1] > 64:
+            x = _halve(x, IS_MAX)
+        if x.shape[1] > 32:
+            x = _halve(x, IS_MAX)
+        if x.shape[1] > 16:
+            x = _halve(x, IS_MAX)
+        if x.shape[1] > 8:
+            x = _halve(x, IS_MAX)
+    if IS_MAX:
+        return gl.max(x, 1)
+    else:
+        return gl.sum(x, 1)
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, qk_scale=None,
+             TREE: gl.constexpr = False):
     """The online-softmax step for a score tile: (new max, p, new l, the accumulator's rescale factor). LAZY: a row
     keeps its running max unless the tile's exceeds it by more than LAZY_LOG2 (so p <= 2^LAZY_LOG2: no overflow), and
     its factor is then exactly 1; the same softmax in exact arithmetic. ACC: s is unscaled (q.k + bias / softmax_scale,
     softmax_scale > 0): the scale is applied in the exponent's one fused multiply-add, and to the tile's max."""
-    m_tile = gl.max(s, 1)
+    if TREE:
+        m_tile = gl.convert_layout(_row_reduce(s, True, True), m_i.type.layout)
+    else:
+        m_tile = gl.max(s, 1)
     if ACC:
         m_tile = m_tile * qk_scale
     if LAZY:
@@ -229,6 +265,8 @@ def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False,
         alpha = gl.where(m_new == m_i, 1.0, gl.exp2(m_i - m_safe))
     else:
         alpha = gl.exp2(m_i - m_safe)
+    if TREE:
+        return m_new, p, l_i * alpha + gl.convert_layout(_row_reduce(p, False, True), m_i.type.layout), alpha
     return m_new, p, l_i * alpha + gl.sum(p, 1), alpha
 
 

@@ -176,8 +176,8 @@ def _variants():
                                               (128, 128, False, False, True, True, False),
                                               (64, 128, True, True, True, False, False),
                                               (128, 64, True, False, True, True, False),
-                                              (128, 128, False, False, False, True, True),
-                                              (128, 128, False, False, True, True, True),  # as dispatched
+                                              (128, 128, False, False, False, True, True),  # as dispatched
+                                              (128, 128, False, False, True, True, True),
                                               (128, 128, True, True, True, True, True),
                                               (128, 128, False, False, None, True, False)):  # None: the bug below
         # pp None: without turns, with the turn barriers made but not used, as before their fix (the stress check's
@@ -196,6 +196,13 @@ def _variants():
                          PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp, KREL=gc.k_release,
                          **(dict(UNUSED_TURNS=True) if bug else {})),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
+    desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"  # as dispatched, with the row reductions as trees
+    out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel tree", relbias_fwd_gluon_ws_kernel,
+                dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
+                     CU_K="*i32"),
+                dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_N=128, STAGES=2, HAS_WINDOW=False, CLAMP=False, PERTURB=0,
+                     GATHER=True, ACC=True, PINGPONG=False, KREL=True, TREE=True),
+                dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     for D, win, pp, krel in ((128, False, False, False), (64, True, True, False), (128, False, False, True),
                              (128, True, True, True)):
         desc = f"tensordesc<bf16[128, {D}],{KV_LAYOUT!r}>"
