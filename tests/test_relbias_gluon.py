@@ -56,10 +56,11 @@ def test_gluon_tile_rule_and_its_errors():
     assert not gluon_fwd_config(128, ws=True).pingpong and not gluon_fwd_config(128).pingpong
     assert gluon_fwd_config(128, ws=True, pingpong=True).pingpong
     assert not gluon_fwd_config(128, ws=True, pingpong=False).pingpong
-    # the row reductions as trees: off by default, the warp-specialized kernel's only
+    # the row reductions as trees: off by default, in the overlapped schedule of either kernel only
     assert not gluon_fwd_config(128, ws=True).tree and gluon_fwd_config(128, ws=True, tree=True).tree
+    assert not gluon_fwd_config(128).tree and gluon_fwd_config(128, tree=True).tree
     with pytest.raises(ValueError, match="gluon_tree_reduce"):
-        gluon_fwd_config(128, tree=True)
+        gluon_fwd_config(128, tree=True, pipe=False)
     for kw in (dict(ws=True), dict(pipe=False)):
         with pytest.raises(ValueError, match="gluon_k_early"):
             gluon_fwd_config(128, k_early=True, **kw)
@@ -238,7 +239,8 @@ TILE_OPTIONS = [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_sta
                 dict(gluon_ws=True, gluon_k_release=True, gluon_persistent=True, gluon_pingpong=True),
                 dict(gluon_ws=False, gluon_k_early=True),
                 dict(gluon_ws=False, gluon_k_early=True, num_warps=8, num_stages=3),
-                dict(gluon_ws=True, gluon_tree_reduce=True),
+                dict(gluon_ws=True, gluon_tree_reduce=True), dict(gluon_ws=False, gluon_tree_reduce=True),
+                dict(gluon_ws=False, gluon_tree_reduce=True, num_warps=8, gluon_lazy_rescale=True),
                 dict(gluon_ws=True, gluon_tree_reduce=True, gluon_pingpong=True, block_n=64, gluon_bias_acc=False)]
 
 

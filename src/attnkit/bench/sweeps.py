@@ -458,11 +458,12 @@ SWEEPS["relbias-gluon-ws-4"] = Sweep(
      ("ws-persistent", dict(gluon=True, gluon_ws=True, gluon_persistent=True, gluon_pingpong=True))))
 
 SWEEPS["relbias-gluon-ws-5"] = Sweep(
-    "relbias", "the warp-specialized Gluon forward kernel's row maxima and sums as trees (gluon_tree_reduce) against "
-    "the dispatched configuration (no turns, key release), with and without the turns",
-    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"),
+    "relbias", "the Gluon forward kernels' row maxima and sums as trees (gluon_tree_reduce) against the dispatched "
+    "configurations (the warp-specialized kernel without turns and with the key release at 8K global and on chunks "
+    "of 128, the one-warpgroup kernel elsewhere), and the warp-specialized kernel with turns with and without them",
+    SWEEPS["relbias-gluon-2"].cases,
     (("rule", dict(gluon=None)),
-     ("ws-tree", dict(gluon=True, gluon_ws=True, gluon_tree_reduce=True)),
+     ("tree", dict(gluon=None, gluon_tree_reduce=True)),
      ("ws-turns", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
      ("ws-turns-tree", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_tree_reduce=True))))
 

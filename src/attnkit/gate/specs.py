@@ -160,9 +160,9 @@ for _name, _kw, _what in (
                                            gluon_pingpong=True), "kernel: the warp-specialized Gluon forward kernel "
          "with its key slots released after the score products (gluon_k_release) and its consumers taking turns "
          "(gluon_pingpong), on the persistent grid, on the same shapes"),
-        ("relbias/gluon_fwd_ws_tree", dict(gluon_ws=True, gluon_tree_reduce=True), "kernel: the warp-specialized "
-         "Gluon forward kernel as dispatched but with its row maxima and sums as trees (gluon_tree_reduce), on the "
-         "same shapes"),
+        ("relbias/gluon_fwd_tree", dict(gluon_tree_reduce=True), "kernel: the Gluon forward kernels as dispatched "
+         "(the warp-specialized one where gluon_ws_rule picks it) with their row maxima and sums as trees "
+         "(gluon_tree_reduce), on the same shapes"),
         ("relbias/gluon_fwd_ws_pingpong", dict(gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_k_release=False),
          "kernel: the warp-specialized Gluon forward kernel with its consumers taking turns (gluon_pingpong) over "
          "128-key tiles, each key slot released with its value slot (gluon_k_release=False), on the same shapes"),

@@ -266,8 +266,8 @@ GLUON_K_RELEASE = Switch("gluon_k_release", "ATTNKIT_RELBIAS_GLUON_K_RELEASE", N
 # of independent FMNMX instead of a chain of 32 dependent ones per row, and the row sums likewise; the loop keeps its
 # 581 instructions, and with the option off every compiled variant's SASS is unchanged.
 GLUON_TREE_REDUCE = Switch("gluon_tree_reduce", "ATTNKIT_RELBIAS_GLUON_TREE_REDUCE", False,
-                           "warp-specialized Gluon forward kernel (gluon_ws): each tile's row maxima and row sums as "
-                           "trees (column halves combined elementwise) instead of one dependent chain along a "
+                           "Gluon forward kernels, overlapped schedule (gluon_pipe): each tile's row maxima and row "
+                           "sums as trees (column halves combined elementwise) instead of one dependent chain along a "
                            "thread's columns; the sums' order changes, so the last bits may; off: not yet timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
@@ -360,7 +360,7 @@ class GluonFwdConfig:
     persistent: bool = False  # one program per SM walking the work items (gluon_persistent)
     k_release: bool = False  # key slots released after the score products (gluon_k_release)
     k_early: bool = False  # one-warpgroup kernel: key tiles issued after the score products (gluon_k_early)
-    tree: bool = False  # warp-specialized kernel: row maxima and sums as trees (gluon_tree_reduce)
+    tree: bool = False  # the overlapped schedule's row maxima and sums as trees (gluon_tree_reduce)
 
     @property
     def block_m(self) -> int:
@@ -434,8 +434,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     (relbias-gluon-3, module docstring). ws: the warp-specialized kernel (num_warps is its consumer warpgroup's 4,
     128 query rows a program); pingpong: its consumers take turns (None: the rule, off, see GLUON_PINGPONG);
     persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
-    on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the
-    warp-specialized kernel's row reductions as trees."""
+    on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
+    reductions of the overlapped schedule (both kernels) as trees."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -449,8 +449,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_persistent: the persistent grid of the warp-specialized kernel (gluon_ws)")
     if k_release and not ws:
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
-    if tree and not ws:
-        raise ValueError("gluon_tree_reduce: the warp-specialized kernel's softmax (gluon_ws)")
+    if tree and not pipe:
+        raise ValueError("gluon_tree_reduce: in the overlapped schedule only (gluon_pipe)")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
     pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)

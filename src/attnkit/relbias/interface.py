@@ -168,8 +168,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     turns issuing their products; off: 2-4 % slower, the relbias-gluon-ws-4 sweep) and ``gluon_persistent`` (on a persistent grid, one program per SM
     walking the work items; off: slower at prefill 8K) and ``gluon_k_release`` (its key slots released after the
     score products, so the next key tile loads during the softmax; default: on with gluon_ws, 2-6 % faster; both
-    timed by the relbias-gluon-ws-3 sweep) and ``gluon_tree_reduce`` (its row maxima and sums as trees instead of
-    dependent chains; off: not yet timed); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
+    timed by the relbias-gluon-ws-3 sweep); ``gluon_tree_reduce`` (both Gluon kernels' row maxima and sums as trees
+    instead of dependent chains, in the overlapped schedule; off: not yet timed); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
@@ -244,7 +244,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
-        if gws is None and (gpp or gpers or gkrel or gtree):  # options of the warp-specialized kernel alone
+        if gws is None and (gpp or gpers or gkrel):  # options of the warp-specialized kernel alone
             gws = True
         if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
             gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
@@ -333,7 +333,8 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_N=cfg.block_n, STAGES=cfg.stages, HAS_WINDOW=window is not None,
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, PIPE=cfg.pipe,
         GATHER=cfg.bias_gather, EARLY=cfg.bias_early, P_SMEM=cfg.p_smem,
-        LAZY=cfg.lazy_rescale, ACC=cfg.bias_acc and scale > 0, KEARLY=cfg.k_early, num_warps=cfg.num_warps,
+        LAZY=cfg.lazy_rescale, ACC=cfg.bias_acc and scale > 0, KEARLY=cfg.k_early, TREE=cfg.tree,
+        num_warps=cfg.num_warps,
     )
 
 

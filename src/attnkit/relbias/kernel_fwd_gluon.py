@@ -303,7 +303,7 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
                CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr, EARLY: gl.constexpr = False, p_smem=None,
                P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, bias_mul=None,
-               KEARLY: gl.constexpr = False):
+               KEARLY: gl.constexpr = False, TREE: gl.constexpr = False):
     """Key tile j (j >= 1) with the overlap: S_j and then P_{j-1} V_{j-1} issued, S_j waited, its softmax computed
     while the value product runs; then the tile j - 1 slot refilled with tile j - 1 + STAGES. EARLY: tile j's bias
     built while both products run, before S_j is waited for (its strip's load latency and the gather off the path
@@ -343,7 +343,7 @@ def _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col,
         _issue_one(K_DESC, k_smem, kbar, krow + (j + STAGES) * BLOCK_N, col, slot, j + STAGES < kt, BLOCK_N, D)
     s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, BLOCK_M, BLOCK_N,
                      HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, bias, ACC)
-    m_i, p, l_i, alpha = _softmax(s, m_i, l_i, LAZY, ACC, qk_scale)
+    m_i, p, l_i, alpha = _softmax(s, m_i, l_i, LAZY, ACC, qk_scale, TREE)
     if LAZY:  # some row's max grew: the accumulator needs its rescale (a value uniform over the program)
         moved = gl.max(gl.where(alpha != 1.0, 1, 0), 0) > 0
     if P_SMEM:
@@ -379,6 +379,7 @@ def relbias_fwd_gluon_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
     P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, KEARLY: gl.constexpr = False,
+    TREE: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -469,7 +470,7 @@ def relbias_fwd_gluon_kernel(
                 _issue_one(K_DESC, k_smem, kbar, krow + STAGES * BLOCK_N, col, 0, STAGES < kt, BLOCK_N, D)
             s = _tile_scores(s, tab, first_pos - (lo + BLOCK_N - 1) + shift, E, lo, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
                              BLOCK_N, HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
-            m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale)
+            m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale, TREE)
             if P_SMEM:
                 p_smem.store(p.to(dtype))
                 fence_async_shared()
@@ -483,19 +484,19 @@ def relbias_fwd_gluon_kernel(
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY)
+                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY, TREE)
         for j in range(j1, j2):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, False, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY)
+                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY, TREE)
         for j in range(j2, kt):
             m_i, l_i, acc, p_prev = _pipe_step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt,
                                                m_i, l_i, acc, p_prev, tab, lo, shift, E, first_pos, seqlen_k, win,
                                                full_rows, qk_scale, True, BLOCK_M, BLOCK_N, D, STAGES, HAS_WINDOW,
                                                CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, EARLY, p_smem,
-                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY)
+                                               P_SMEM, LAZY, ACC, bias_mul, KEARLY, TREE)
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)

@@ -169,6 +169,14 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=gc.block_n, STAGES=gc.stages, HAS_WINDOW=win,
                          CLAMP=False, PERTURB=0, PIPE=True, GATHER=True, ACC=gc.bias_acc, KEARLY=True),
                     dict(num_warps=w)))
+    gc = gluon_fwd_config(128, tree=True)  # the rule's tile, its row reductions as trees
+    desc = f"tensordesc<bf16[{gc.block_n}, 128],{KV_LAYOUT!r}>"
+    out.append((f"relbias_fwd_gluon D128 bn{gc.block_n} w4 s{gc.stages} pipe1 acc tree", relbias_fwd_gluon_kernel,
+                dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
+                     CU_K="*i32"),
+                dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_N=gc.block_n, STAGES=gc.stages, HAS_WINDOW=False,
+                     CLAMP=False, PERTURB=0, PIPE=True, GATHER=True, ACC=gc.bias_acc, TREE=True),
+                dict(num_warps=4)))
     from ..relbias.config import GLUON_WS_MAXNREG
     from ..relbias.kernel_fwd_gluon_ws import relbias_fwd_gluon_ws_kernel, relbias_fwd_gluon_ws_persistent_kernel
     for D, bn, win, clamp, pp, bacc, krel in ((128, 64, False, False, False, True, False),
