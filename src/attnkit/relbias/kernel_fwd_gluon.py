@@ -220,19 +220,18 @@ def _halve(x, IS_MAX: gl.constexpr):
 
 
 @gluon.jit
-def _row_reduce(x, IS_MAX: gl.constexpr, TREE: gl.constexpr):
-    """The max or sum of each row of x [R, N]. TREE: halve the columns pairwise down to 8 first (a tree of
-    independent operations; in the warpgroup MMA layout a thread holds both halves while more than 8 columns remain)
-    instead of one dependent chain along a thread's columns."""
-    if TREE:
-        if x.shape[1] > 64:
-            x = _halve(x, IS_MAX)
-        if x.shape[1] > 32:
-            x = _halve(x, IS_MAX)
-        if x.shape[1] > 16:
-            x = _halve(x, IS_MAX)
-        if x.shape[1] > 8:
-            x = _halve(x, IS_MAX)
+def _row_tree(x, IS_MAX: gl.constexpr):
+    """The max or sum of each row of x [R, N], the columns halved pairwise down to 8 first (a tree of independent
+    operations; in the warpgroup MMA layout a thread holds both halves while more than 8 columns remain) instead of
+    one dependent chain along a thread's columns."""
+    if x.shape[1] > 64:
+        x = _halve(x, IS_MAX)
+    if x.shape[1] > 32:
+        x = _halve(x, IS_MAX)
+    if x.shape[1] > 16:
+        x = _halve(x, IS_MAX)
+    if x.shape[1] > 8:
+        x = _halve(x, IS_MAX)
     if IS_MAX:
         return gl.max(x, 1)
     else:
@@ -247,7 +246,7 @@ def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False,
     its factor is then exactly 1; the same softmax in exact arithmetic. ACC: s is unscaled (q.k + bias / softmax_scale,
     softmax_scale > 0): the scale is applied in the exponent's one fused multiply-add, and to the tile's max."""
     if TREE:
-        m_tile = gl.convert_layout(_row_reduce(s, True, True), m_i.type.layout)
+        m_tile = gl.convert_layout(_row_tree(s, True), m_i.type.layout)
     else:
         m_tile = gl.max(s, 1)
     if ACC:
@@ -266,7 +265,7 @@ def _softmax(s, m_i, l_i, LAZY: gl.constexpr = False, ACC: gl.constexpr = False,
     else:
         alpha = gl.exp2(m_i - m_safe)
     if TREE:
-        return m_new, p, l_i * alpha + gl.convert_layout(_row_reduce(p, False, True), m_i.type.layout), alpha
+        return m_new, p, l_i * alpha + gl.convert_layout(_row_tree(p, False), m_i.type.layout), alpha
     return m_new, p, l_i * alpha + gl.sum(p, 1), alpha
 
 
