@@ -262,13 +262,18 @@ GLUON_K_RELEASE = Switch("gluon_k_release", "ATTNKIT_RELBIAS_GLUON_K_RELEASE", N
                          "soon as both consumers' score products read it (its own empty barriers), instead of with its "
                          "value slot after the value product, so key tile j + 1 is loaded during tile j's softmax and "
                          "not after it; default: on with gluon_ws (2-6 % faster, relbias-gluon-ws-3 sweep)")
-# Off: not yet timed. In the sm_90 SASS of the dispatched configuration (compile_check) the row maxima become a tree
+# Off: no faster. In the sm_90 SASS of the dispatched configuration (compile_check) the row maxima become a tree
 # of independent FMNMX instead of a chain of 32 dependent ones per row, and the row sums likewise; the loop keeps its
-# 581 instructions, and with the option off every compiled variant's SASS is unchanged.
+# 581 instructions, and with the option off every compiled variant's SASS is unchanged. Timed at 6dd7d55
+# (`benchmarks/sweeps/h200-6dd7d55/sweep-relbias-gluon-ws-5.json`, 5 rounds, medians in us, rule / tree): prefill 8K
+# global 2240 / 2228 (p20-p80 2105-2241 / 2124-2263: within the spread), window 1024 702 / 719, varlen 1181 / 1195,
+# D 64 1588 / 1602, chunks of 128 582 / 592, chunks of 48 423 / 430; with turns 2263 / 2285 at 8K. The chains were
+# not what holds the loop back (gated all the same: relbias/gluon_fwd_tree, every perturbation caught).
 GLUON_TREE_REDUCE = Switch("gluon_tree_reduce", "ATTNKIT_RELBIAS_GLUON_TREE_REDUCE", False,
                            "Gluon forward kernels, overlapped schedule (gluon_pipe): each tile's row maxima and row "
                            "sums as trees (column halves combined elementwise) instead of one dependent chain along a "
-                           "thread's columns; the sums' order changes, so the last bits may; off: not yet timed")
+                           "thread's columns; the sums' order changes, so the last bits may; off: no faster "
+                           "(relbias-gluon-ws-5 sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
