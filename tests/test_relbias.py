@@ -360,3 +360,35 @@ def test_fp8_f16_conversion_gives_the_same_bits(force, device):
     base, base_lse = relbias_baseline(inp)
     c = compare(b[0], ref, base, lse=b[1], lse_ref=ref_lse, lse_base=base_lse)
     assert c.ok, c.reason
+
+
+@pytest.mark.parametrize("case_id,block_n", [("relbias-paged-bs16-decode", 16), ("relbias-paged-bs16-one-page", 16),
+                                              ("relbias-paged-bs16-decode", 32),
+                                              ("relbias-paged-bs64-chunked", 32)])
+def test_page_tiles_give_the_per_key_answer(case_id, block_n, device):
+    """page_tiles (one block-table entry per key tile) reads the same keys as the per-key block-table loads: the
+    oracle's answer, and in the interpreter the per-key path's bits; a tile wider than a page is refused."""
+    inp = _inp(case_id, device)
+    if block_n > inp["k_cache"].shape[1]:
+        with pytest.raises(ValueError, match="page_tiles"):
+            relbias_kernel_call(inp, force="decode", page_tiles=True, block_n=block_n)
+        return
+    out, lse = relbias_kernel_call(inp, force="decode", page_tiles=True, block_n=block_n)
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+    key = relbias_kernel_call(inp, force="decode", page_tiles=False, block_n=block_n)
+    assert torch.equal(out, key[0]) or device == "cuda"
+
+
+def test_page_tiles_plan():
+    """The plan's page_tiles: refused without a paged cache or with a tile wider than a block."""
+    from attnkit.relbias.config import decode_plan
+    assert decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, page=64, page_tiles=True,
+                       block_n=64).page_tiles
+    assert not decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, page=64).page_tiles
+    with pytest.raises(ValueError, match="page_tiles"):
+        decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", page_tiles=True)
+    with pytest.raises(ValueError, match="page_tiles"):
+        decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, page=16, page_tiles=True, block_n=64)

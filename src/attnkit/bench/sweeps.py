@@ -467,6 +467,23 @@ SWEEPS["relbias-gluon-ws-5"] = Sweep(
      ("ws-turns", dict(gluon=True, gluon_ws=True, gluon_pingpong=True)),
      ("ws-turns-tree", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_tree_reduce=True))))
 
+_PT = dict(page_tiles=True)
+SWEEPS["relbias-paged-tiles"] = Sweep(
+    "relbias", "the decode kernel over paged caches: one block-table entry per key tile (page_tiles, block_n <= the "
+    "block size; 64-key tiles fail on block size 16 by design) in the contiguous cache's tile settings, against the "
+    "rule (a block-table load per key, 128-key tiles, 2 stages, 2 programs per SM) and the per-key loads in those "
+    "settings; the contiguous decode for the ratio",
+    ("relbias-model-paged-decode-b32-8k-bs16", "relbias-model-paged-decode-b32-8k-bs64", "relbias-model-decode-b32-8k"),
+    (("rule", {}),
+     ("key-bn64-s3-c4", dict(block_n=64, num_stages=3, ctas_per_sm=4)),
+     ("pt-bn64-s3-c4", dict(_PT, block_n=64, num_stages=3, ctas_per_sm=4)),
+     ("pt-bn64-s3-c3", dict(_PT, block_n=64, num_stages=3, ctas_per_sm=3)),
+     ("pt-bn64-s3-c4-strip", dict(_PT, block_n=64, num_stages=3, ctas_per_sm=4, bias_strip=True)),
+     ("pt-bn64-s4-c3-strip", dict(_PT, block_n=64, num_stages=4, ctas_per_sm=3, bias_strip=True)),
+     ("pt-bn64-s5-c2-strip", dict(_PT, block_n=64, num_stages=5, ctas_per_sm=2, bias_strip=True)),
+     ("pt-bn16-s3-c4", dict(_PT, block_n=16, num_stages=3, ctas_per_sm=4)),
+     ("pt-bn16-s4-c4-strip", dict(_PT, block_n=16, num_stages=4, ctas_per_sm=4, bias_strip=True))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

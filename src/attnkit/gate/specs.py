@@ -210,6 +210,19 @@ register(Gate(
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
+register(Gate(
+    name="relbias/triton_decode_page_tiles",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q and c["block_size"] is not None,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", page_tiles=True,
+                                                          block_n=min(64, inp["k_cache"].shape[1])),
+    what="kernel: the split-K decode kernel over paged caches with one block-table entry per key tile "
+         "(page_tiles, block_n = min(64, block size)) + the merge, on every paged relbias shape with at most 32 "
+         "query tokens per sequence",
+    perturbations=_RELBIAS_PERTURBATIONS,
+))
+
 
 # -------------------------------------------------------------------------------------- sparse_int8
 

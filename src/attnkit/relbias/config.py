@@ -164,6 +164,11 @@ BIAS_STRIP = Switch("bias_strip", "ATTNKIT_RELBIAS_BIAS_STRIP", None,
                     "into the table where a tile crosses a mask or the extent) and gathered, instead of one load per "
                     "score; default: the rule "
                     "(forward: at least 65 query tokens and D <= 128; decode: contiguous caches)")
+PAGE_TILES = Switch("page_tiles", "ATTNKIT_RELBIAS_PAGE_TILES", None,
+                    "decode kernel over a paged cache whose block size is at least the key tile's: each tile reads "
+                    "its one block-table entry once (a scalar load) and addresses its keys as over a contiguous "
+                    "cache, instead of one block-table load per key; needs block_n <= the block size; default: "
+                    "the rule (decode_plan)")
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
                 "(takes the branch-free loops); off: slower where timed (prefill 8K 3688 against 2884 us, "
@@ -513,6 +518,7 @@ class DecodePlan:
     split_loops: bool = False
     strip: int = 0  # > 0: looked-up tiles build their bias from per-head strips of this many distances
     strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
+    page_tiles: bool = False  # paged: one block-table entry per key tile (block_n <= the block size)
 
 
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
@@ -530,12 +536,13 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 num_warps: int | None = None, num_stages: int | None = None,
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
                 split_loops: bool | None = None, decode_rows: int | None = None,
-                bias_strip: bool | None = None) -> DecodePlan:
+                bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
     branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. Over a contiguous cache the
-    tiles build their bias from per-head strips (``bias_strip``)."""
+    tiles build their bias from per-head strips (``bias_strip``). ``page`` is a paged cache's block size;
+    ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
@@ -566,10 +573,15 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
             rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(VERIFY_SHORT_ROWS)
             stages = 2
     w = _pow2("num_warps", w, (4, 8)) or (8 if head_dim >= 256 else 4)
+    if page_tiles and not paged:
+        raise ValueError("page_tiles: needs a paged cache")
+    if page_tiles and bn > page:
+        raise ValueError(f"page_tiles: needs block_n ({bn}) <= the cache's block size ({page})")
+    page_tiles = bool(page_tiles)  # the rule: off (see above)
     if bias_strip is None:
         bias_strip = not paged  # paged: the per-score lookup (see above)
     strip = 1 << (tokens_per_block + bn - 1).bit_length() if bias_strip else 0  # a power of two >= TPB + bn
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
                       keys_per_split=tiles_per_split * bn,
                       num_warps=w, num_stages=stages or (2 if paged else 3), split_loops=split,
-                      strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1)
+                      strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1, page_tiles=page_tiles)

@@ -12,7 +12,7 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
@@ -127,7 +127,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, kv_tma=None,
+                      split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, page_tiles=None,
+                      kv_tma=None,
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
@@ -149,7 +150,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     kernel's most packed rows per tile), ``bias_prefetch`` (the forward kernel loads each interior tile's bias
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
-    decode over contiguous caches), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
+    decode over contiguous caches), ``page_tiles`` (the decode kernel over a paged cache whose block size is
+    at least its key tile reads one block-table entry per tile, not one per key), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off: slower, the relbias-fwd-strip-2 sweep), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
     merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``
     (``ATTNKIT_RELBIAS_GLUON``: prefill and chunks of more than 32 query tokens on the Gluon forward kernel for
@@ -169,7 +171,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     walking the work items; off: slower at prefill 8K) and ``gluon_k_release`` (its key slots released after the
     score products, so the next key tile loads during the softmax; default: on with gluon_ws, 2-6 % faster; both
     timed by the relbias-gluon-ws-3 sweep); ``gluon_tree_reduce`` (both Gluon kernels' row maxima and sums as trees
-    instead of dependent chains, in the overlapped schedule; off: not yet timed); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
+    instead of dependent chains, in the overlapped schedule; off: no faster, the relbias-gluon-ws-5 sweep); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
@@ -183,6 +185,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     bm_opt, ctas_opt = BLOCK_M_OPT.resolve(block_m), CTAS_OPT.resolve(ctas_per_sm)
     rows_opt = DECODE_ROWS_OPT.resolve(decode_rows)
     prefetch, strip = BIAS_PREFETCH.resolve(bias_prefetch), BIAS_STRIP.resolve(bias_strip)
+    page_tiles = PAGE_TILES.resolve(page_tiles)
     tma = KV_TMA.resolve(kv_tma)
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     split = SPLIT_LOOPS.resolve(split_loops)
@@ -240,7 +243,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
-                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip), merge_block_d, split,
+                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles),
+                merge_block_d, split,
                 use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
@@ -358,7 +362,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     total_q, Hq, D = q.shape
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
     plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
-                       paged=paged, fp8=fp8, extent=tab.shape[1], split_loops=split_loops, **tune)
+                       paged=paged, fp8=fp8, extent=tab.shape[1], split_loops=split_loops,
+                       page=kk.shape[1] if paged else 0, **tune)
     R = total_q * Hq
     m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
@@ -375,7 +380,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind,
         HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
         SPLIT_LOOPS=plan.split_loops,
-        STRIP=plan.strip, STRIP_G=plan.strip_g, PDL=use_pdl, num_warps=plan.num_warps, num_stages=plan.num_stages,
+        STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, PDL=use_pdl, num_warps=plan.num_warps, num_stages=plan.num_stages,
         **pdl_launch(use_pdl),
     )
     splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,

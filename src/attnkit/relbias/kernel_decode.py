@@ -14,6 +14,8 @@ Numerics   as kernel_fwd.py; the bias is looked up per row's own query head and 
 Bias       STRIP > 0 (the rule over contiguous caches): a tile loads, per query head of its KV head, the
            STRIP distances it touches once (clamped into the table) and builds its packed rows from them
            (tl.gather); otherwise one load per score (paged caches).
+Paging     PAGE_TILES (block_n <= the block size): one block-table entry per key tile, the keys then addressed as
+           over a contiguous cache; otherwise one block-table load per key (kernel_fwd.kv_offsets).
 Dispatch   attnkit.relbias.interface (config.use_decode); split count, token blocks: attnkit.relbias.config.
 Oracle     attnkit.reference.relbias (partials: relbias_partials_ref); gates "relbias/triton_decode",
            "relbias/triton_decode_split".
@@ -46,12 +48,25 @@ def _strip_rows(tab_g, d_min, E, GROUP: tl.constexpr, BLOCK_R: tl.constexpr, BLO
 
 
 @triton.jit
+def _page_tile_offsets(n0, b, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGE: tl.constexpr,
+                       BLOCK_N: tl.constexpr):
+    """Element offsets (int64) of the keys n0 .. n0 + BLOCK_N - 1 of sequence b in a paged cache, the tile's page
+    read once (n0 a multiple of BLOCK_N, so with PAGE >= BLOCK_N the tile lies in one page: one scalar load, and
+    the keys' offsets step by stride_kt as over a contiguous cache) instead of one block-table load per key. Keys from
+    s_hi on (in the tile's page) are masked by the caller. (Smaller pages, as a [pages, PAGE] tile reshaped, compiled
+    to per-element loads and spills on sm_90: not offered.)"""
+    tl.static_assert(PAGE >= BLOCK_N, "page tiles need BLOCK_N <= PAGE")
+    page = tl.load(BLOCK_TABLE + b * stride_bt + n0 // PAGE)  # n0 < s_hi: an entry of the sequence
+    return page.to(tl.int64) * stride_kb + ((n0 % PAGE) + tl.arange(0, BLOCK_N)).to(tl.int64) * stride_kt
+
+
+@triton.jit
 def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, shift, pos, row_ok, offs_d, n_lo, n_hi,
                s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
                GROUP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
                CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, MODE: tl.constexpr,
-               STRIP: tl.constexpr, STRIP_G: tl.constexpr):
+               STRIP: tl.constexpr, STRIP_G: tl.constexpr, PAGE_TILES: tl.constexpr = False):
     """The split's key tiles n_lo, n_lo + BLOCK_N, ... < n_hi. MODE 2: every tile, the constant tail or the
     lookup chosen per tile by a branch (pos0: the block's first token's position). With SPLIT_LOOPS one kind per
     loop, no branch in the loop body (see kernel_fwd._tiles): MODE 0, tiles wholly beyond the extent (the
@@ -60,7 +75,11 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, s
     for n0 in range(n_lo, n_hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < s_hi
-        kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED, PAGE)
+        if PAGED and PAGE_TILES:
+            kv_off = _page_tile_offsets(n0, b, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGE, BLOCK_N)
+        else:
+            kv_off = kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGED,
+                                PAGE)
         k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
         s = qk_scores(q, k, qk_scale, FP8, DOT_F32)
         d = pos[:, None] - offs_n[None, :]
@@ -119,7 +138,7 @@ def relbias_decode_split_kernel(
     BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, SPLIT_LOOPS: tl.constexpr = False,
-    STRIP: tl.constexpr = 0, STRIP_G: tl.constexpr = 1, PDL: tl.constexpr = False,
+    STRIP: tl.constexpr = 0, STRIP_G: tl.constexpr = 1, PDL: tl.constexpr = False, PAGE_TILES: tl.constexpr = False,
 ):
     pdl_entry(PDL)
     split = tl.program_id(0)
@@ -194,12 +213,12 @@ def relbias_decode_split_kernel(
                                        row_ok, offs_d, (s_lo, n_b)[r], (n_b, s_hi)[r], s_hi, pos0, b, k_start, g_kv,
                                        BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, GROUP, BLOCK_R,
                                        BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32, r, STRIP,
-                                       STRIP_G)
+                                       STRIP_G, PAGE_TILES)
     else:
         m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail_v, E, win, shift, pos,
                                    row_ok, offs_d, s_lo, s_hi, s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt,
                                    stride_kb, stride_kt, stride_kh, GROUP, BLOCK_R, BLOCK_N, PAGED, PAGE, FP8,
-                                   HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 2, STRIP, STRIP_G)
+                                   HAS_WINDOW, CLAMP, PERTURB, DOT_F32, 2, STRIP, STRIP_G, PAGE_TILES)
 
     if FP8:
         acc = acc * tl.load(V_SCALE + g_kv)

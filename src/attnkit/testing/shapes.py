@@ -107,6 +107,7 @@ _rb("relbias-varlen", "mixed5", [113, 1, 203, 64, 1023], [113, 300, 203, 128, 10
 # paged caches (shuffled block tables), several block sizes, a single page
 _rb("relbias-paged", "bs16-decode", [1, 1], [203, 37], block_size=16, E=128)
 _rb("relbias-paged", "bs16-one-page", [3], [9], block_size=16, E=8)
+_rb("relbias-paged", "bs32-window", [1, 4], [700, 300], block_size=32, window=100, E=256)
 _rb("relbias-paged", "bs64-chunked", [20, 1], [300, 64], block_size=64, Hq=8, Hkv=2, D=128, E=256, tiers=(FULL,))
 _rb("relbias-paged", "bs256-decode", [1] * 3, [1023, 513, 1], block_size=256, Hq=8, Hkv=2, D=128, E=4096,
     tiers=(FULL,))
