@@ -484,6 +484,23 @@ SWEEPS["relbias-paged-tiles"] = Sweep(
      ("pt-bn16-s3-c4", dict(_PT, block_n=16, num_stages=3, ctas_per_sm=4)),
      ("pt-bn16-s4-c4-strip", dict(_PT, block_n=16, num_stages=4, ctas_per_sm=4, bias_strip=True))))
 
+SWEEPS["relbias-paged-tiles-2"] = Sweep(
+    "relbias", "paged decode, second round: the page-tile winner's neighbours at block size 64 (stages, strip, "
+    "programs per SM) and deeper pipelines for the per-key block-table loads at block size 16",
+    ("relbias-model-paged-decode-b32-8k-bs16", "relbias-model-paged-decode-b32-8k-bs64"),
+    (("rule", {}),
+     ("pt-bn64-s5-c2-strip", dict(_PT, block_n=64, num_stages=5, ctas_per_sm=2, bias_strip=True)),
+     ("pt-bn64-s5-c2", dict(_PT, block_n=64, num_stages=5, ctas_per_sm=2, bias_strip=False)),
+     ("pt-bn64-s6-c2-strip", dict(_PT, block_n=64, num_stages=6, ctas_per_sm=2, bias_strip=True)),
+     ("pt-bn64-s5-c3-strip", dict(_PT, block_n=64, num_stages=5, ctas_per_sm=3, bias_strip=True)),
+     ("key-bn64-s5-c2-strip", dict(block_n=64, num_stages=5, ctas_per_sm=2, bias_strip=True)),
+     ("key-bn64-s6-c2", dict(block_n=64, num_stages=6, ctas_per_sm=2)),
+     ("key-bn128-s3-c2", dict(block_n=128, num_stages=3, ctas_per_sm=2)),
+     ("key-bn32-s6-c2-strip", dict(block_n=32, num_stages=6, ctas_per_sm=2, bias_strip=True)),
+     ("key-bn32-s6-c4-strip", dict(block_n=32, num_stages=6, ctas_per_sm=4, bias_strip=True)),
+     ("pt-bn16-s8-c2-strip", dict(_PT, block_n=16, num_stages=8, ctas_per_sm=2, bias_strip=True)),
+     ("pt-bn16-s8-c6-strip", dict(_PT, block_n=16, num_stages=8, ctas_per_sm=6, bias_strip=True))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",
