@@ -501,6 +501,20 @@ SWEEPS["relbias-paged-tiles-2"] = Sweep(
      ("pt-bn16-s8-c2-strip", dict(_PT, block_n=16, num_stages=8, ctas_per_sm=2, bias_strip=True)),
      ("pt-bn16-s8-c6-strip", dict(_PT, block_n=16, num_stages=8, ctas_per_sm=6, bias_strip=True))))
 
+SWEEPS["relbias-paged-tiles-3"] = Sweep(
+    "relbias", "paged decode, third round: block size 16 around the per-key loads' best (128-key tiles, 3 stages, "
+    "2 per SM), narrow page tiles with deep pipelines, and the block-size-64 winner for reference",
+    ("relbias-model-paged-decode-b32-8k-bs16", "relbias-model-paged-decode-b32-8k-bs64"),
+    (("rule", {}),
+     ("key-bn128-s3-c2", dict(block_n=128, num_stages=3, ctas_per_sm=2)),
+     ("key-bn128-s5-c1", dict(block_n=128, num_stages=5, ctas_per_sm=1)),
+     ("key-bn32-s8-c3-strip", dict(block_n=32, num_stages=8, ctas_per_sm=3, bias_strip=True)),
+     ("key-bn128-s3-c2-strip", dict(block_n=128, num_stages=3, ctas_per_sm=2, bias_strip=True)),
+     ("key-bn64-s4-c3", dict(block_n=64, num_stages=4, ctas_per_sm=3)),
+     ("key-bn32-s6-c4-strip", dict(block_n=32, num_stages=6, ctas_per_sm=4, bias_strip=True)),
+     ("pt-bn16-s8-c6-strip", dict(_PT, block_n=16, num_stages=8, ctas_per_sm=6, bias_strip=True)),
+     ("pt-bn64-s5-c2-strip", dict(_PT, block_n=64, num_stages=5, ctas_per_sm=2, bias_strip=True))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

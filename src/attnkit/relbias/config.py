@@ -285,8 +285,8 @@ BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
                         "keys per tile of the kernel that runs (16, 32, 64 or 128); default: the rule")
 WARPS_OPT = IntOption("num_warps", "ATTNKIT_RELBIAS_WARPS", None, 4, 8,
                       "warps per program of the kernel that runs (4 or 8); default: the rule")
-STAGES_OPT = IntOption("num_stages", "ATTNKIT_RELBIAS_STAGES", None, 1, 5,
-                       "software-pipeline stages of the kernel that runs (1 to 5); default: the rule")
+STAGES_OPT = IntOption("num_stages", "ATTNKIT_RELBIAS_STAGES", None, 1, 8,
+                       "software-pipeline stages of the kernel that runs (1 to 8); default: the rule")
 DECODE_ROWS_OPT = IntOption("decode_rows", "ATTNKIT_RELBIAS_DECODE_ROWS", None, 16, 128,
                             "decode kernel: most packed rows (tokens x query heads of a KV head) per tile (16, 32, "
                             "64 or 128, at least the heads per KV head); default: DECODE_MAX_ROWS")
