@@ -392,3 +392,27 @@ def test_page_tiles_plan():
         decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", page_tiles=True)
     with pytest.raises(ValueError, match="page_tiles"):
         decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, page=16, page_tiles=True, block_n=64)
+
+
+def test_paged_decode_rule_on_sm90():
+    """The sm_90 paged rule (config.PAGE_TILE_BLOCK_N): blocks of 64+ keys take page tiles (64 keys, 5 stages, 2 per
+    SM, the strip), smaller ones per-key loads at 128-key tiles, 5 stages, 1 per SM; fp8, D 256, verify tiles, the
+    options and other devices keep the earlier rule."""
+    from attnkit.relbias.config import decode_plan
+    args = (32, 8, 8, 128, 1, 8192, 132, "cuda")
+    p64 = decode_plan(*args, paged=True, extent=8192, page=64, sm90=True)
+    assert (p64.page_tiles, p64.block_n, p64.num_stages, p64.strip > 0, p64.num_splits) == (True, 64, 5, True, 2)
+    p256 = decode_plan(*args, paged=True, extent=8192, page=256, sm90=True)
+    assert p256.page_tiles and p256.block_n == 64
+    p16 = decode_plan(*args, paged=True, extent=8192, page=16, sm90=True)
+    assert (p16.page_tiles, p16.block_n, p16.num_stages, p16.strip) == (False, 128, 5, 0)
+    assert decode_plan(1, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, extent=8192, page=16, sm90=True).num_splits == 17
+    old = decode_plan(*args, paged=True, extent=8192, page=64)  # not sm_90: the earlier rule
+    assert (old.page_tiles, old.block_n, old.num_stages, old.strip) == (False, 128, 2, 0)
+    for kw in (dict(fp8=True), dict(page_tiles=False), dict(block_n=128), dict(num_stages=2)):
+        p = decode_plan(*args, paged=True, extent=8192, page=64, sm90=True, **kw)
+        assert not p.page_tiles or kw.get("num_stages") == 2, kw
+    assert decode_plan(*args, paged=True, extent=8192, page=64, sm90=True, num_stages=2).num_stages == 2
+    assert not decode_plan(*args[:3], 256, 1, 8192, 132, "cuda", paged=True, extent=8192, page=64, sm90=True).page_tiles
+    verify = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", paged=True, extent=8192, page=64, sm90=True)
+    assert not verify.page_tiles and verify.num_stages == 2  # the verify tiles' rule

@@ -168,7 +168,8 @@ PAGE_TILES = Switch("page_tiles", "ATTNKIT_RELBIAS_PAGE_TILES", None,
                     "decode kernel over a paged cache whose block size is at least the key tile's: each tile reads "
                     "its one block-table entry once (a scalar load) and addresses its keys as over a contiguous "
                     "cache, instead of one block-table load per key; needs block_n <= the block size; default: "
-                    "the rule (decode_plan)")
+                    "the rule (decode_plan: on sm_90 for bf16 / fp16 caches of block size >= 64 at D <= 128, "
+                    "relbias-paged-tiles sweeps)")
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
                 "(takes the branch-free loops); off: slower where timed (prefill 8K 3688 against 2884 us, "
@@ -524,6 +525,23 @@ class DecodePlan:
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
 VERIFY_LONG_SPLIT_TILES = 16  # splits of at least this many key tiles 128-row tiles at 8 warps (see above)
 PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch-free loops (see above)
+# Paged caches on sm_90 (bf16 / fp16, D <= 128, at most 64 packed rows: decode, not the verify tiles). H200 evidence,
+# b32 x 8K decode, every setting alternating in one run, medians in us (byte floor 253.5):
+#   `benchmarks/sweeps/h200-74cd6e5/sweep-relbias-paged-tiles.json` (block size 64; the rule then: a block-table
+#   load per key, 128-key tiles, 2 stages, 2 per SM): rule 312.6; page tiles, 64-key tiles, 5 stages, 2 per SM,
+#   strip 254.1; the same at 3 stages 4 per SM 277.2 (294.7 without the strip), 3 per SM 380.8, 4 stages 3 per SM
+#   368.6; per-key loads at 64-key tiles, 3 stages, 4 per SM 366.9; 16-key page tiles 404-414.
+#   `benchmarks/sweeps/h200-9492678/sweep-relbias-paged-tiles-2.json`: block size 64: rule 315.5, page tiles 5
+#   stages 2 per SM strip 260.4 (275.8 without the strip, 260.3 at 3 per SM); block size 16: rule 314.6, 128-key
+#   tiles at 3 stages 294.1, 64-key tiles 5 stages strip 337.7.
+#   `benchmarks/sweeps/h200-822a7e1/sweep-relbias-paged-tiles-3.json`: block size 16: rule 313.5, 128-key tiles at 5
+#   stages 1 per SM 279.3 (3 stages 2 per SM 292.4, with the strip 286.4), 32-key tiles 362-462, 16-key page tiles
+#   400.9; block size 64: page tiles 257.3 (128-key per-key tiles at 5 stages 285.0).
+# So block sizes from 64: page tiles (one block-table entry per tile), 64-key tiles, 5 stages, 2 per SM, the strip;
+# smaller blocks: a block-table load per key, 128-key tiles, 5 stages, 1 per SM. fp8 paged caches, D 256 and the
+# verify tiles keep the rule above (not timed so); the sm_90 settings need its 228 KB of shared memory per SM.
+PAGE_TILE_BLOCK_N, PAGE_TILE_STAGES, PAGE_TILE_CTAS_PER_SM = 64, 5, 2
+PAGED_SM90_STAGES, PAGED_SM90_CTAS_PER_SM = 5, 1  # blocks smaller than PAGE_TILE_BLOCK_N
 
 
 def use_decode(max_seqlen_q: int, group: int) -> bool:
@@ -536,22 +554,35 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 num_warps: int | None = None, num_stages: int | None = None,
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
                 split_loops: bool | None = None, decode_rows: int | None = None,
-                bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None) -> DecodePlan:
+                bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None,
+                sm90: bool = False) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
     branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. Over a contiguous cache the
     tiles build their bias from per-head strips (``bias_strip``). ``page`` is a paged cache's block size;
-    ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry."""
+    ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry. ``sm90``: the
+    device is sm_90 (the paged settings timed there)."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
+    rows0 = min(cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+    # paged on sm_90 (see PAGE_TILE_BLOCK_N): decode tiles of a bf16 / fp16 cache at D <= 128
+    sm90_paged = (paged and split and sm90 and device_type == "cuda" and not fp8 and head_dim <= 128
+                  and rows0 <= VERIFY_SHORT_ROWS and decode_rows is None)
     if bn is None:
         bn = 32 if (head_dim == 256 or device_type != "cuda") else 64
         if paged and split and head_dim <= 128 and device_type == "cuda":
             bn = PAGED_SPLIT_BLOCK_N
+            if sm90_paged and page >= PAGE_TILE_BLOCK_N and page_tiles is not False:
+                bn = PAGE_TILE_BLOCK_N
+    if page_tiles is None:
+        page_tiles = sm90_paged and page >= bn
     tiles = max(1, -(-max_seqlen_k // bn))
-    target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
+    if sm90_paged:
+        target = ctas_per_sm or (PAGE_TILE_CTAS_PER_SM if page_tiles else PAGED_SM90_CTAS_PER_SM)
+    else:
+        target = ctas_per_sm or (PAGED_CTAS_PER_SM if paged else FP8_CTAS_PER_SM if fp8 else SPLIT_TARGET_CTAS_PER_SM)
     forced = num_splits  # the override; layout() returns the split count it gives or the rule's
 
     def layout(rows_cap):
@@ -577,9 +608,11 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         raise ValueError("page_tiles: needs a paged cache")
     if page_tiles and bn > page:
         raise ValueError(f"page_tiles: needs block_n ({bn}) <= the cache's block size ({page})")
-    page_tiles = bool(page_tiles)  # the rule: off (see above)
-    if bias_strip is None:
-        bias_strip = not paged  # paged: the per-score lookup (see above)
+    page_tiles = bool(page_tiles)
+    if bias_strip is None:  # paged: the per-score lookup (see above), but the sm_90 page tiles take the strip
+        bias_strip = not paged or (sm90_paged and page_tiles)
+    if stages is None and sm90_paged:
+        stages = PAGE_TILE_STAGES if page_tiles else PAGED_SM90_STAGES
     strip = 1 << (tokens_per_block + bn - 1).bit_length() if bias_strip else 0  # a power of two >= TPB + bn
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
                       keys_per_split=tiles_per_split * bn,

@@ -363,7 +363,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
     plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
                        paged=paged, fp8=fp8, extent=tab.shape[1], split_loops=split_loops,
-                       page=kk.shape[1] if paged else 0, **tune)
+                       page=kk.shape[1] if paged else 0,
+                       sm90=q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0), **tune)
     R = total_q * Hq
     m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)

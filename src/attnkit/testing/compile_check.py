@@ -79,17 +79,26 @@ def _variants():
     dec_ptr = lambda kv: dict(Q="*bf16", K=f"*{kv}", V=f"*{kv}", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32",  # noqa: E731
                               ACC_OUT="*fp32", CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32",
                               K_SCALE="*fp32", V_SCALE="*fp32")
-    for D, group, paged, fp8, max_k, max_q in ((128, 8, False, False, 8192, 1), (128, 8, False, False, 65536, 1),
-                                               (128, 8, True, False, 8192, 1), (128, 8, False, True, 8192, 1),
-                                               (256, 16, False, False, 8192, 1), (128, 8, False, False, 65536, 32)):
-        dp = decode_plan(32, 8, group, D, max_q, max_k, 132, "cuda", paged=paged, fp8=fp8, extent=8192)
-        out.append((f"relbias_decode D{D} g{group} paged{int(paged)} fp8{int(fp8)} r{dp.block_r} bn{dp.block_n}"
+    for D, group, paged, fp8, max_k, max_q, sm90 in ((128, 8, False, False, 8192, 1, False),
+                                                     (128, 8, False, False, 65536, 1, False),
+                                                     (128, 8, True, False, 8192, 1, False),
+                                                     (128, 8, False, True, 8192, 1, False),
+                                                     (256, 16, False, False, 8192, 1, False),
+                                                     (128, 8, False, False, 65536, 32, False),
+                                                     (128, 8, 64, False, 8192, 1, True),  # paged on sm_90: page tiles
+                                                     (128, 8, 16, False, 8192, 1, True)):  # and a load per key
+        page = 64 if paged is True else int(paged)
+        dp = decode_plan(32, 8, group, D, max_q, max_k, 132, "cuda", paged=bool(paged), fp8=fp8, extent=8192,
+                         page=page if paged else 0, sm90=sm90)
+        out.append((f"relbias_decode D{D} g{group} paged{int(bool(paged))} fp8{int(fp8)} r{dp.block_r} bn{dp.block_n}"
                     f" w{dp.num_warps} s{dp.num_stages}" + (" split" if dp.split_loops else "")
-                    + (" strip" if dp.strip else ""), relbias_decode_split_kernel,
+                    + (" strip" if dp.strip else "") + (f" sm90 page{page}" if sm90 else "")
+                    + (" page-tiles" if dp.page_tiles else ""), relbias_decode_split_kernel,
                     dec_ptr("fp8e4nv" if fp8 else "bf16"),
                     dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n,
-                         PAGED=paged, PAGE=64 if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False, PERTURB=0,
-                         DOT_F32=False, SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g),
+                         PAGED=bool(paged), PAGE=page if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False,
+                         PERTURB=0, DOT_F32=False, SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g,
+                         **(dict(PAGE_TILES=True) if dp.page_tiles else {})),
                     dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
     dp = decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True, extent=8192)  # the option fp8_f16_cvt
     out.append((f"relbias_decode D128 g8 paged0 fp82 r{dp.block_r} bn{dp.block_n} w{dp.num_warps} s{dp.num_stages}"
