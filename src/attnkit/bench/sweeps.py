@@ -515,6 +515,18 @@ SWEEPS["relbias-paged-tiles-3"] = Sweep(
      ("pt-bn16-s8-c6-strip", dict(_PT, block_n=16, num_stages=8, ctas_per_sm=6, bias_strip=True)),
      ("pt-bn64-s5-c2-strip", dict(_PT, block_n=64, num_stages=5, ctas_per_sm=2, bias_strip=True))))
 
+SWEEPS["relbias-fp8-stages"] = Sweep(
+    "relbias", "fp8 decode: deeper software pipelines (more key tiles in flight, what took the paged decode to its "
+    "byte floor) and programs per SM around the rule (64-key tiles, 3 stages, 3 per SM); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("rule", {}),
+     ("s4-c3", dict(num_stages=4, ctas_per_sm=3)),
+     ("s5-c3", dict(num_stages=5, ctas_per_sm=3)),
+     ("s6-c2", dict(num_stages=6, ctas_per_sm=2)),
+     ("s4-c4", dict(num_stages=4, ctas_per_sm=4)),
+     ("bn128-s3-c2", dict(block_n=128, num_stages=3, ctas_per_sm=2)),
+     ("bn128-s4-c2", dict(block_n=128, num_stages=4, ctas_per_sm=2))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",
