@@ -331,6 +331,16 @@ SWEEPS["mqa-gluon-rule"] = Sweep(
      ("gluon-w8-s10", dict(kernel="swapab", gluon=True, gluon_warps=8, gluon_fused=False, gluon_async=False,
                            num_splits=10))))
 
+SWEEPS["mqa-gluon-fused-t"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's merge fused into each token's last program (gluon_fused) against the "
+    "merge launched apart, from 16 tokens up (at 64 tokens the fused merge was faster in the ad3ed49 sweep, "
+    "slower at 1-16)",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (16, 32, 64)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("fused", dict(kernel="swapab", gluon=True, gluon_fused=True)),
+     ("step-rule", dict(kernel="swapab", gluon=True, step=True)),
+     ("step-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, step=True))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "
