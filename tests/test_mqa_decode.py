@@ -275,6 +275,12 @@ def test_gluon_dispatch_rule_and_plan():
     assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=4,
                        gluon_async=True).num_splits == 5  # async: one
     assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, fused_merge=True).fused_merge
+    # the fused merge by rule where a token has at most two splits (64 tokens: 2; 32: 4; 16: 5)
+    assert not swapab_plan(32, 16, 640, 132, None, "cuda", gluon=True).fused_merge
+    p64 = swapab_plan(64, 32, 640, 132, None, "cuda", gluon=True)
+    assert p64.num_splits == 2 and p64.fused_merge
+    assert not swapab_plan(64, 32, 640, 132, None, "cuda", gluon=True, fused_merge=False).fused_merge
+    assert not swapab_plan(64, 32, 640, 132, None, "cuda").fused_merge  # the Triton kernel has no fused merge
     with pytest.raises(ValueError, match="gluon_warps"):
         swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=6)
     with pytest.raises(ValueError, match="gluon_fused"):

@@ -403,6 +403,18 @@ register(Gate(
 ))
 
 register(Gate(
+    name="mqa_decode/gluon_swapab_fused",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_fused=True),
+    what="kernel: the Gluon swap-AB decode with each token's splits merged by its last program (gluon_fused; the "
+         "rule where a token has at most two splits), sink and RoPE undone there, on every 16 / 32-head shape",
+    needs="sm90",
+    perturbations=_MQA_PERTURBATIONS,
+))
+
+register(Gate(
     name="mqa_decode/gluon_swapab_e2m1_fp16",
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),

@@ -139,11 +139,21 @@ GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
 GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
                         "warps per Gluon swap-AB program: 4 (one warpgroup) or 8 (two: they split the heads of the "
                         "score product and the output dims of the value product, and the decode)")
-# Off: measured slower at eac7955 (benchmarks/sweeps/h200-eac7955/sweep-mqa-gluon.json): at 8 warps 16 heads x 1 /
-# 16 / 64 tokens fp8 18.2 / 21.4 / 30.6 us fused, 14.0 / 19.5 / 33.4 with the merge launched apart; 32 heads x 1
-# token nvfp4 26.3 against 20.0. The token's last program merges all its splits alone, after its own tile.
-GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", False,
-                     "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch)")
+# The token's last program merges all its splits alone, after its own tile: slower where a token has many splits,
+# faster where it has two (one launch fewer, little to merge). At eac7955 (benchmarks/sweeps/h200-eac7955/
+# sweep-mqa-gluon.json): at 8 warps 16 heads x 1 / 16 / 64 tokens fp8 18.2 / 21.4 / 30.6 us fused, 14.0 / 19.5 /
+# 33.4 with the merge launched apart; 32 heads x 1 token nvfp4 26.3 against 20.0. At 2bada50
+# (benchmarks/sweeps/h200-2bada50/sweep-mqa-gluon-fused-t.json, attention / whole step, apart -> fused, us):
+#   64 tokens (2 splits per token): h16 fp8 28.8 -> 27.4 / 30.8 -> 29.9, h32 fp8 36.5 -> 32.2 / 38.7 -> 35.5,
+#                                   h16 nvfp4 29.5 -> 27.1 / 31.4 -> 29.5, h32 nvfp4 36.8 -> 32.6 / 39.0 -> 35.9;
+#   32 tokens (4 splits): 19.9 -> 21.0, 25.2 -> 25.5, 20.2 -> 21.0, 25.2 -> 26.0 (attention; slower);
+#   16 tokens (5 splits): 15.8 -> 18.1, 18.7 -> 21.6, 15.8 -> 17.7, 18.2 -> 21.9 (slower).
+# So fused at most GLUON_FUSED_MAX_SPLITS splits per token (the split rule gives 2 from 48 tokens at 640 slots;
+# 48 tokens not timed).
+GLUON_FUSED_MAX_SPLITS = 2
+GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", None,
+                     "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch); "
+                     "default: the rule, where a token has at most GLUON_FUSED_MAX_SPLITS (2) splits")
 # Off: at 4f341ac (benchmarks/sweeps/h200-4f341ac/sweep-mqa-gluon-async.json, 8 warps) the copies changed the
 # attention time by -3 % to +4 % for fp8 and 0 to +10 % for nvfp4 (16 heads x 16 tokens: fp8 19.5 -> 19.3 us,
 # nvfp4 19.6 -> 20.6): the first tile's records and the tile-to-tile gathers are not what sets the time.
@@ -176,8 +186,10 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         tiles = max(1, -(-n_slots // 64))
         use_async = GLUON_ASYNC.resolve(gluon_async)
         splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[(warps, use_async)])
+        fused = GLUON_FUSED.resolve(fused_merge)
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=warps, gluon=True,
-                          fused_merge=GLUON_FUSED.resolve(fused_merge), gluon_async=use_async)
+                          fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
+                          gluon_async=use_async)
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

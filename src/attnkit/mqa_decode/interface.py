@@ -87,7 +87,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_prefetch (else ``ATTNKIT_MQA_GLUON_PREFETCH``, default on): the Gluon kernel loads the next tile's slot
     ids before the current tile's records. gluon_warps (else ``ATTNKIT_MQA_GLUON_WARPS``): 4 or 8 warps per Gluon
     program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
-    each token's splits itself (its last program to finish), so the step is one launch. gluon_async (else
+    each token's splits itself (its last program to finish), so the step is one launch; default: the rule, where a
+    token has at most two splits (from 48 tokens at the default list lengths). gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
     ahead (the first tile's while the query is prepared). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
     default on, 1-4 % faster in the mqa-gluon-e2m1 sweep): the Gluon kernel decodes nvfp4 codes from their bits
