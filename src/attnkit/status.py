@@ -18,9 +18,10 @@ KERNEL_PATHS = {
          "16 / 32, and for every H where the Gluon kernel cannot run)", "implemented"),
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
-         "dependents; gated on the H200 at d72dcca and d3eb8f4; the dispatched path for 16 / 32 heads on the H200: "
+         "dependents, the merge fused into each token's last program where a token has two splits; gated on the "
+         "H200 at d72dcca, d3eb8f4 and f206dd4; the dispatched path for 16 / 32 heads on the H200: "
          "1.72-2.51x faster than head-padded for 1-16 tokens at 235b005, 16-token step 17.6 us: the 2.2x / 1.8x and "
-         "10 us targets are met only in part)", "implemented"),
+         "10 us targets are met only in part; 64 tokens 2.76-3.80x at f206dd4)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
