@@ -290,6 +290,17 @@ SWEEPS["sparse_int8-gluon"] = Sweep(
      ("gluon", dict(gluon=True)),
      ("gluon-c2", dict(gluon=True, ctas_per_sm=2))))
 
+SWEEPS["sparse_int8-rows"] = Sweep(
+    "sparse_int8", "decode at 3 and 16 rows (the rule's untimed row counts) and their neighbours: the Gluon kernel "
+    "at one, two and three programs per SM against the Triton kernels",
+    ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r3-c32k", "sparse_int8-model-decode-r4-c32k",
+     "sparse_int8-model-decode-r8-c32k", "sparse_int8-model-decode-r16-c32k"),
+    (("rule", {}),
+     ("triton", dict(gluon=False)),
+     ("gluon-c1", dict(gluon=True, ctas_per_sm=1)),
+     ("gluon-c2", dict(gluon=True, ctas_per_sm=2)),
+     ("gluon-c3", dict(gluon=True, ctas_per_sm=3))))
+
 SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
     "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
     "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",

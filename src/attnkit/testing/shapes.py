@@ -184,7 +184,7 @@ _si("sparse_int8-edge", "big-cache", 2, 2, 1, 64, (1 << 20) + 3, 64, tiers=(FULL
 # ONNX Runtime's model shapes (24 query heads, 2 KV heads, D = 256, 2048 candidates, scale 1/16, queries of
 # standard deviation 1.4, int8 codes of standard deviation 40, scales up to 0.285): benchmarked and gated.
 _MS = dict(scale=1 / 16, model=True, invalid=0.0, tiers=(FULL, BENCH))
-for _t in (1, 2, 4, 8):
+for _t in (1, 2, 3, 4, 8, 16):  # 3 and 16: the split rule's untimed row counts (decode is 1 to 16 rows)
     _si("sparse_int8-model", f"decode-r{_t}-c32k", _t, 24, 2, 256, 32768, 2048, **_MS)
 _si("sparse_int8-model", "decode-r1-c8k", 1, 24, 2, 256, 8192, 2048, **_MS)
 for _t in (128, 2048, 8192):
