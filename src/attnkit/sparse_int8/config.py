@@ -52,11 +52,13 @@ SUPPORTED_HEAD_DIMS = (64, 128, 256)
 # wait gained nothing (same sweep). Neither is an option.
 # Re-timed at 64b9dc1 (benchmarks/sweeps/h200-64b9dc1/sweep-sparse_int8-gluon.json, 5 rounds, paired ratios Gluon /
 # Triton): 1 row 10.2 / 8.8 us (1.16 [1.16-1.16]), 2 rows 10.8 / 11.1 (0.97 [0.97-0.97]), 4 rows 13.7 / 16.5, 8 rows
-# 18.7 / 22.3. So splits from 2 rows (3 rows not timed: between two timed wins); 1 row keeps the Triton rule.
+# 18.7 / 22.3. So splits from 2 rows; 1 row keeps the Triton rule. 3 rows, timed since
+# (`benchmarks/sweeps/h200-a356a5d/sweep-sparse_int8-rows.json`): the rule 12.9, Triton 14.3 us.
 # The split target with the Gluon kernel (same sweep, gluon-c2: two programs per SM against one): 8 rows 17.8
 # against 18.7 us (Gluon at one / two per SM 1.050 [1.050-1.052]; the same on the adversarial 8-row cases, 1.052 and
 # 1.055), 4 rows 14.2 against 13.7 (0.964), 1 and 2 rows within 1 %, prefill 128 rows 11 % slower (two per SM moves it
-# off the direct path). So two per SM for the Gluon kernel's decode splits from 8 rows (16 rows not timed), one
+# off the direct path). So two per SM for the Gluon kernel's decode splits from 8 rows (16 rows, timed since in
+# `h200-a356a5d/sweep-sparse_int8-rows.json`: the rule 23.8, one / three per SM 31.0 / 32.5, Triton 40.5 us), one
 # elsewhere.
 GLUON_MIN_SPLIT_ROWS = 2
 GLUON_SPLIT_CTAS_PER_SM, GLUON_SPLIT_CTAS_MIN_ROWS = 2, 8
