@@ -352,6 +352,16 @@ SWEEPS["mqa-gluon-fused-t"] = Sweep(
      ("step-rule", dict(kernel="swapab", gluon=True, step=True)),
      ("step-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, step=True))))
 
+SWEEPS["mqa-gluon-fused-splits"] = Sweep(
+    "mqa_decode", "8 and 16 tokens: fewer splits per token with the merge fused (each program walks more 64-slot "
+    "tiles, the last one merges few partials, one launch) against the rule (10 / 5 splits, the merge launched apart)",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (8, 16)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("s2-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=2)),
+     ("s3-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=3)),
+     ("s4-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=4)),
+     ("s3", dict(kernel="swapab", gluon=True, gluon_fused=False, num_splits=3))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "
