@@ -149,7 +149,10 @@ GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
 #   32 tokens (4 splits): 19.9 -> 21.0, 25.2 -> 25.5, 20.2 -> 21.0, 25.2 -> 26.0 (attention; slower);
 #   16 tokens (5 splits): 15.8 -> 18.1, 18.7 -> 21.6, 15.8 -> 17.7, 18.2 -> 21.9 (slower).
 # So fused at most GLUON_FUSED_MAX_SPLITS splits per token (the split rule gives 2 from 48 tokens at 640 slots;
-# 48 tokens not timed).
+# 48 tokens not timed). Forcing fewer splits at 8 / 16 tokens to make the fused merge cheap loses far more than the
+# launch it saves (benchmarks/sweeps/h200-c92fae9/sweep-mqa-gluon-fused-splits.json, 16 heads fp8 x 16 tokens: the
+# rule 15.6 us, 2 / 3 / 4 splits fused 28.5 / 25.0 / 21.1, 3 splits apart 23.1; the same order on all 8 cases): a
+# program walks its tiles one after another, so the split rule's spread is what keeps the step short.
 GLUON_FUSED_MAX_SPLITS = 2
 GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", None,
                      "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch); "
