@@ -97,6 +97,8 @@ setting of a grid timed alternating in that run):
   with its issue slots half busy and 4 warps per scheduler (registers and shared memory), in 0.97 waves: issue- and
   latency-bound, not bound by bytes. The conversion through fp16 (fp8_f16_cvt: no quarter-rate F2F) is slower
   still: 308.3 against 261.3 us (`benchmarks/sweeps/h200-cc494b2/sweep-relbias-fp8-cvt.json`), so it stays off.
+  Deeper pipelines (`benchmarks/sweeps/h200-a4a09d7/sweep-relbias-fp8-stages.json`): the rule 261.7, 4 stages 265.0
+  (4 per SM 273.8), 5 stages 3 per SM 338.8, 6 stages 2 per SM 333.7, 128-key tiles 295.5-297.2. The rule stays.
 - The Gluon forward kernel (gluon_fwd_rule, gluon_fwd_config). Prefill 8K global / window 1024 / varlen mixed /
   D 64 8K / 8 chunks of 128 against 8K (`benchmarks/sweeps/h200-cc494b2/sweep-relbias-gluon.json`):
     the Triton rule:                                          2918 / 990 / 1582 / 2105 / 753
