@@ -12,7 +12,8 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC,
+                     GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
@@ -151,7 +152,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     one tile ahead; off: slower than the strip), ``bias_strip`` (a tile builds its bias from its strip of
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``page_tiles`` (the decode kernel over a paged cache whose block size is
-    at least its key tile reads one block-table entry per tile, not one per key), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
+    at least its key tile reads one block-table entry per tile, not one per key; the rule: on sm_90 from block size
+    64, the relbias-paged-tiles sweeps), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off: slower, the relbias-fwd-strip-2 sweep), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
     merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``
     (``ATTNKIT_RELBIAS_GLUON``: prefill and chunks of more than 32 query tokens on the Gluon forward kernel for
@@ -171,7 +173,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     walking the work items; off: slower at prefill 8K) and ``gluon_k_release`` (its key slots released after the
     score products, so the next key tile loads during the softmax; default: on with gluon_ws, 2-6 % faster; both
     timed by the relbias-gluon-ws-3 sweep); ``gluon_tree_reduce`` (both Gluon kernels' row maxima and sums as trees
-    instead of dependent chains, in the overlapped schedule; off: no faster, the relbias-gluon-ws-5 sweep); ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
+    instead of dependent chains, in the overlapped schedule; off: no faster, the relbias-gluon-ws-5 sweep);
+    ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
@@ -381,7 +384,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind,
         HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
         SPLIT_LOOPS=plan.split_loops,
-        STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, PDL=use_pdl, num_warps=plan.num_warps, num_stages=plan.num_stages,
+        STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, PDL=use_pdl, num_warps=plan.num_warps,
+        num_stages=plan.num_stages,
         **pdl_launch(use_pdl),
     )
     splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,
