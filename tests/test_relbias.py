@@ -416,3 +416,24 @@ def test_paged_decode_rule_on_sm90():
     assert not decode_plan(*args[:3], 256, 1, 8192, 132, "cuda", paged=True, extent=8192, page=64, sm90=True).page_tiles
     verify = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", paged=True, extent=8192, page=64, sm90=True)
     assert not verify.page_tiles and verify.num_stages == 2  # the verify tiles' rule
+
+
+FAST_CASES = ("relbias-decode-b3-k203", "relbias-decode-b2-clamp-window-tail", "relbias-verify-t4-k203",
+              "relbias-verify-t24-g16-blocks-w64", "relbias-verify-t32-g8-blocks-clamp", "relbias-paged-bs16-decode",
+              "relbias-paged-bs32-window", "relbias-extent-e1")
+
+
+@pytest.mark.parametrize("case_id", FAST_CASES)
+def test_decode_fast_interior_gives_the_masked_loops_answer(case_id, device):
+    """decode_fast_interior (interior key tiles in a loop of their own, unmasked) on decode, verify, paged, window,
+    clamp and extent shapes: the oracle's answer, and in the interpreter the masked loops' bits (the same tiles in the
+    same order; only the rows past a block's tokens, never stored, differ)."""
+    inp = _inp(case_id, device)
+    out, lse = relbias_kernel_call(inp, force="decode", decode_fast_interior=True)
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+    masked = relbias_kernel_call(inp, force="decode", decode_fast_interior=False)
+    if device != "cuda":
+        assert torch.equal(out, masked[0]) and torch.equal(lse, masked[1])

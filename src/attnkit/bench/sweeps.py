@@ -558,6 +558,15 @@ SWEEPS["relbias-fp8-stages"] = Sweep(
      ("bn128-s3-c2", dict(block_n=128, num_stages=3, ctas_per_sm=2)),
      ("bn128-s4-c2", dict(block_n=128, num_stages=4, ctas_per_sm=2))))
 
+SWEEPS["relbias-decode-fast"] = Sweep(
+    "relbias", "the decode kernel's interior key tiles in a loop of their own, unmasked (decode_fast_interior), "
+    "against the rule, on the verify, decode, paged and fp8 cases",
+    ("relbias-model-verify32-8k", "relbias-model-verify32-64k", "relbias-model-decode-b1-64k",
+     "relbias-model-decode-b32-8k", "relbias-model-paged-decode-b32-8k-bs16", "relbias-model-paged-decode-b32-8k-bs64",
+     "relbias-model-fp8-decode-b32-8k"),
+    (("rule", {}),
+     ("fast", dict(decode_fast_interior=True))))
+
 SWEEPS["mqa-gluon-e2m1"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's nvfp4 decode from bits (two bf16x2 products per two values, "
     "gluon_e2m1_bits) against the default (through fp16 and fp32); head-padded for the ratios",

@@ -223,6 +223,17 @@ register(Gate(
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
+register(Gate(
+    name="relbias/triton_decode_fast",
+    family="relbias",
+    groups=RELBIAS_GROUPS,
+    applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", decode_fast_interior=True),
+    what="kernel: the split-K decode kernel with its interior key tiles in a loop of their own, unmasked "
+         "(decode_fast_interior) + the merge, on every relbias shape with at most 32 query tokens per sequence",
+    perturbations=_RELBIAS_PERTURBATIONS,
+))
+
 
 # -------------------------------------------------------------------------------------- sparse_int8
 

@@ -172,6 +172,16 @@ PAGE_TILES = Switch("page_tiles", "ATTNKIT_RELBIAS_PAGE_TILES", None,
                     "cache, instead of one block-table load per key; needs block_n <= the block size; default: "
                     "the rule (decode_plan: on sm_90 for bf16 / fp16 caches of block size >= 64 at D <= 128, "
                     "relbias-paged-tiles sweeps)")
+# Off: not yet timed. The decode kernel's interior key tiles (every key seen by every row of the tile's block,
+# every distance inside the table and the window) in a loop of their own with no mask, clamp or select. sm_90 SASS
+# (compile_check, loop instructions per warp per tile): the verify tile (64 rows, 64 keys, 4 warps) 815 -> 611 in
+# the interior loop, at 255 registers with 16 bytes spilled (248 and none without); the 16-row decode tile 489 ->
+# 433 but 210 registers instead of 128 (half the programs per SM); with the branch-free loops (paged, past the
+# extent) 503 -> 426 at the same 168 registers.
+DECODE_FAST_INTERIOR = Switch("decode_fast_interior", "ATTNKIT_RELBIAS_DECODE_FAST_INTERIOR", False,
+                              "decode kernel: its interior key tiles (all keys seen by every row of the block, all "
+                              "distances inside the table and the window) in a loop of their own with no mask, "
+                              "clamp or select; off: not yet timed (relbias-decode-fast sweep)")
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
                 "(takes the branch-free loops); off: slower where timed (prefill 8K 3688 against 2884 us, "
@@ -522,6 +532,7 @@ class DecodePlan:
     strip: int = 0  # > 0: looked-up tiles build their bias from per-head strips of this many distances
     strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
     page_tiles: bool = False  # paged: one block-table entry per key tile (block_n <= the block size)
+    fast_interior: bool = False  # interior key tiles in a loop of their own, unmasked (decode_fast_interior)
 
 
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
@@ -557,14 +568,15 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
                 split_loops: bool | None = None, decode_rows: int | None = None,
                 bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None,
-                sm90: bool = False) -> DecodePlan:
+                sm90: bool = False, fast_interior: bool = False) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
     branch-free loops, and a paged cache with D <= 128 then takes 128-key tiles. Over a contiguous cache the
     tiles build their bias from per-head strips (``bias_strip``). ``page`` is a paged cache's block size;
     ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry. ``sm90``: the
-    device is sm_90 (the paged settings timed there)."""
+    device is sm_90 (the paged settings timed there). ``fast_interior``: interior key tiles in a loop of their own,
+    unmasked."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
@@ -619,4 +631,5 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     return DecodePlan(block_r=rows, block_n=bn, num_splits=num_splits, token_blocks=token_blocks,
                       keys_per_split=tiles_per_split * bn,
                       num_warps=w, num_stages=stages or (2 if paged else 3), split_loops=split,
-                      strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1, page_tiles=page_tiles)
+                      strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1, page_tiles=page_tiles,
+                      fast_interior=bool(fast_interior))

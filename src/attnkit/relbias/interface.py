@@ -12,7 +12,8 @@ from .._runtime import check_device, interpreting, pdl_launch, require, resolve_
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, FP8_F16_CVT, GLUON, GLUON_BIAS_ACC,
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_F16_CVT, GLUON,
+                     GLUON_BIAS_ACC,
                      GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
@@ -129,7 +130,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       validate=True, out=None, lse=None, fast_interior=None, heavy_first=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                       split_loops=None, decode_rows=None, bias_prefetch=None, bias_strip=None, page_tiles=None,
-                      kv_tma=None,
+                      decode_fast_interior=None, kv_tma=None,
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
@@ -153,7 +154,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     distances, loaded once, instead of one load per score; the rule: forward from 33 query tokens,
     decode over contiguous caches), ``page_tiles`` (the decode kernel over a paged cache whose block size is
     at least its key tile reads one block-table entry per tile, not one per key; the rule: on sm_90 from block size
-    64, the relbias-paged-tiles sweeps), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
+    64, the relbias-paged-tiles sweeps), ``decode_fast_interior`` (the decode kernel's interior key tiles in a loop
+    of their own with no mask, clamp or select; off: not yet timed), ``kv_tma`` (the forward kernel's interior
+    tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off: slower, the relbias-fwd-strip-2 sweep), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
     merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``
     (``ATTNKIT_RELBIAS_GLUON``: prefill and chunks of more than 32 query tokens on the Gluon forward kernel for
@@ -189,6 +192,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     rows_opt = DECODE_ROWS_OPT.resolve(decode_rows)
     prefetch, strip = BIAS_PREFETCH.resolve(bias_prefetch), BIAS_STRIP.resolve(bias_strip)
     page_tiles = PAGE_TILES.resolve(page_tiles)
+    dec_fast = DECODE_FAST_INTERIOR.resolve(decode_fast_interior)
     tma = KV_TMA.resolve(kv_tma)
     fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
     split = SPLIT_LOOPS.resolve(split_loops)
@@ -246,7 +250,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
-                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles),
+                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles,
+                     fast_interior=dec_fast),
                 merge_block_d, split,
                 use_pdl, fp8_kind)
         return out, lse
@@ -384,7 +389,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind,
         HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
         SPLIT_LOOPS=plan.split_loops,
-        STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, PDL=use_pdl, num_warps=plan.num_warps,
+        STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, DEC_FAST=plan.fast_interior, PDL=use_pdl,
+        num_warps=plan.num_warps,
         num_stages=plan.num_stages,
         **pdl_launch(use_pdl),
     )

@@ -14,6 +14,8 @@ Numerics   as kernel_fwd.py; the bias is looked up per row's own query head and 
 Bias       STRIP > 0 (the rule over contiguous caches): a tile loads, per query head of its KV head, the
            STRIP distances it touches once (clamped into the table) and builds its packed rows from them
            (tl.gather); otherwise one load per score (paged caches).
+Interior   DEC_FAST: the tiles every row of the block sees whole, inside the table and the window, run in a loop of
+           their own (MODE 3) with no mask, clamp or select; the tiles before and after them in the usual loops.
 Paging     PAGE_TILES (block_n <= the block size): one block-table entry per key tile, the keys then addressed as
            over a contiguous cache; otherwise one block-table load per key (kernel_fwd.kv_offsets).
 Dispatch   attnkit.relbias.interface (config.use_decode); split count, token blocks: attnkit.relbias.config.
@@ -71,7 +73,8 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, s
     lookup chosen per tile by a branch (pos0: the block's first token's position). With SPLIT_LOOPS one kind per
     loop, no branch in the loop body (see kernel_fwd._tiles): MODE 0, tiles wholly beyond the extent (the
     constant tail, no lookup); 1, the rest (the bias looked up at the index clamped into the table). STRIP > 0:
-    a looked-up tile reads its per-head strips of STRIP distances once instead of one load per score."""
+    a looked-up tile reads its per-head strips of STRIP distances once instead of one load per score. MODE 3:
+    interior tiles (the caller's range, DEC_FAST), the bias added with no mask, clamp or select."""
     for n0 in range(n_lo, n_hi, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         col_ok = offs_n < s_hi
@@ -82,45 +85,57 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, s
                                 PAGE)
         k = tl.load(K + kv_off[None, :] + g_kv * stride_kh + offs_d[:, None], mask=col_ok[None, :], other=0.0)
         s = qk_scores(q, k, qk_scale, FP8, DOT_F32)
-        d = pos[:, None] - offs_n[None, :]
-        vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
-        if HAS_WINDOW:
-            vis = vis & (d < win)
-        if PERTURB != 1:
-            if MODE == 1:
-                dd = d + shift
+        if MODE == 3:
+            # an interior tile (the caller's range): every key seen by every row of the block, every distance inside
+            # the table (rows past the block's tokens included: their results are never stored): no masks, no clamp
+            if PERTURB != 1:
                 if STRIP > 0:
-                    d_min = pos0 - (n0 + BLOCK_N - 1) + shift
-                    bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
+                    bias = _strip_rows(tab_g, pos0 - (n0 + BLOCK_N - 1) + shift, E, GROUP, BLOCK_R, BLOCK_N, STRIP,
+                                       STRIP_G)
                 else:
-                    bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1))
-                bias = bias * LOG2E
-                if CLAMP:
-                    bias = tl.where(dd < E, bias, tail[:, None])
-                else:
-                    bias = tl.where(dd < E, bias, 0.0)
-                s = s + bias
-            elif MODE == 0:
-                if CLAMP:
-                    s = s + tail[:, None]
-            else:
-                dd = d + shift
-                d_min = pos0 - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
-                if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
-                    if CLAMP:
-                        s = s + tail[:, None]
-                else:
+                    bias = tl.load(tab_row[:, None] + (pos[:, None] - offs_n[None, :] + shift))
+                s = s + bias * LOG2E
+        else:
+            d = pos[:, None] - offs_n[None, :]
+            vis = (d >= 0) & col_ok[None, :] & row_ok[:, None]
+            if HAS_WINDOW:
+                vis = vis & (d < win)
+            if PERTURB != 1:
+                if MODE == 1:
+                    dd = d + shift
                     if STRIP > 0:
+                        d_min = pos0 - (n0 + BLOCK_N - 1) + shift
                         bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
                     else:
-                        bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
+                        bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1))
                     bias = bias * LOG2E
                     if CLAMP:
                         bias = tl.where(dd < E, bias, tail[:, None])
                     else:
                         bias = tl.where(dd < E, bias, 0.0)
                     s = s + bias
-        s = tl.where(vis, s, float("-inf"))
+                elif MODE == 0:
+                    if CLAMP:
+                        s = s + tail[:, None]
+                else:
+                    dd = d + shift
+                    d_min = pos0 - (n0 + BLOCK_N - 1) + shift  # smallest distance in this tile
+                    if d_min >= E:  # the whole tile lies beyond the extent: the constant tail, no lookup
+                        if CLAMP:
+                            s = s + tail[:, None]
+                    else:
+                        if STRIP > 0:
+                            bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
+                        else:
+                            bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis,
+                                           other=0.0)
+                        bias = bias * LOG2E
+                        if CLAMP:
+                            bias = tl.where(dd < E, bias, tail[:, None])
+                        else:
+                            bias = tl.where(dd < E, bias, 0.0)
+                        s = s + bias
+            s = tl.where(vis, s, float("-inf"))
         m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
         v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
         acc = pv_accumulate(acc, p, v, q, FP8, DOT_F32)
@@ -139,6 +154,7 @@ def relbias_decode_split_kernel(
     PAGED: tl.constexpr, PAGE: tl.constexpr, FP8: tl.constexpr, HAS_WINDOW: tl.constexpr,
     CLAMP: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, SPLIT_LOOPS: tl.constexpr = False,
     STRIP: tl.constexpr = 0, STRIP_G: tl.constexpr = 1, PDL: tl.constexpr = False, PAGE_TILES: tl.constexpr = False,
+    DEC_FAST: tl.constexpr = False,
 ):
     pdl_entry(PDL)
     split = tl.program_id(0)
@@ -203,7 +219,37 @@ def relbias_decode_split_kernel(
         tail_v = tail
     else:
         tail_v = tl.zeros([BLOCK_R], dtype=tl.float32)
-    if SPLIT_LOOPS:
+    if DEC_FAST:
+        # the interior tiles [f_a, f_b): every key seen by every row of the block (the block's first token sees the
+        # tile's last key, no key past s_hi), every distance inside the table and the window (the largest position any
+        # row takes, p_hi, against the tile's first key); they run in a loop of their own (MODE 3), the tiles before
+        # and after in the rule's loops. Tile starts are multiples of BLOCK_N (s_lo is).
+        p_hi = pos0 + (BLOCK_R - 1) // GROUP
+        lo_f = tl.maximum(s_lo, p_hi + shift - E + 1)
+        if HAS_WINDOW:
+            lo_f = tl.maximum(lo_f, p_hi - win + 1)
+        f_a = tl.minimum(((lo_f + BLOCK_N - 1) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
+        last = tl.minimum(pos0 - BLOCK_N + 1, s_hi - BLOCK_N)  # the last start of a wholly visible, unmasked tile
+        f_b = tl.maximum(tl.where(last >= 0, (tl.maximum(last, 0) // BLOCK_N) * BLOCK_N + BLOCK_N, 0), f_a)
+        if SPLIT_LOOPS:
+            lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start (as below)
+            n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
+            f_a2 = tl.minimum(tl.maximum(f_a, n_b), tl.maximum(s_hi, s_lo))
+            f_b2 = tl.maximum(f_b, f_a2)
+            for r in tl.static_range(4):
+                m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail_v, E, win, shift,
+                                           pos, row_ok, offs_d, (s_lo, n_b, f_a2, f_b2)[r], (n_b, f_a2, f_b2, s_hi)[r],
+                                           s_hi, pos0, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt,
+                                           stride_kh, GROUP, BLOCK_R, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP,
+                                           PERTURB, DOT_F32, (0, 1, 3, 1)[r], STRIP, STRIP_G, PAGE_TILES)
+        else:
+            for r in tl.static_range(3):
+                m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail_v, E, win, shift,
+                                           pos, row_ok, offs_d, (s_lo, f_a, f_b)[r], (f_a, f_b, s_hi)[r], s_hi, pos0,
+                                           b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh,
+                                           GROUP, BLOCK_R, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
+                                           DOT_F32, (2, 3, 2)[r], STRIP, STRIP_G, PAGE_TILES)
+    elif SPLIT_LOOPS:
         # tiles wholly beyond the extent first (their smallest distance, the first token's to the tile's last key,
         # is >= E), then the rest: two branch-free loops
         lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start

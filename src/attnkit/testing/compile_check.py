@@ -100,6 +100,15 @@ def _variants():
                          PERTURB=0, DOT_F32=False, SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g,
                          **(dict(PAGE_TILES=True) if dp.page_tiles else {})),
                     dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
+    for max_q, max_k in ((32, 8192), (1, 8192), (1, 65536)):  # the option decode_fast_interior
+        dp = decode_plan(1 if max_q > 1 else 32, 8, 8, 128, max_q, max_k, 132, "cuda", extent=8192, fast_interior=True)
+        out.append((f"relbias_decode D128 g8 paged0 fp80 r{dp.block_r} bn{dp.block_n} w{dp.num_warps} s{dp.num_stages}"
+                    + (" split" if dp.split_loops else "") + (" strip" if dp.strip else "") + " fast-interior",
+                    relbias_decode_split_kernel, dec_ptr("bf16"),
+                    dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n, PAGED=False, PAGE=1,
+                         FP8=False, HAS_WINDOW=False, CLAMP=False, PERTURB=0, DOT_F32=False,
+                         SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g, DEC_FAST=True),
+                    dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
     dp = decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True, extent=8192)  # the option fp8_f16_cvt
     out.append((f"relbias_decode D128 g8 paged0 fp82 r{dp.block_r} bn{dp.block_n} w{dp.num_warps} s{dp.num_stages}"
                 + (" split" if dp.split_loops else "") + (" strip" if dp.strip else ""), relbias_decode_split_kernel,
