@@ -437,3 +437,19 @@ def test_decode_fast_interior_gives_the_masked_loops_answer(case_id, device):
     masked = relbias_kernel_call(inp, force="decode", decode_fast_interior=False)
     if device != "cuda":
         assert torch.equal(out, masked[0]) and torch.equal(lse, masked[1])
+
+
+
+def test_decode_fast_interior_rule():
+    """The interior loop by rule on the verify tile of 128 rows at 8 warps only (relbias-decode-fast sweep); the
+    option wins both ways."""
+    from attnkit.relbias.config import decode_plan
+    v64k = decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192)
+    assert (v64k.block_r, v64k.num_warps, v64k.fast_interior) == (128, 8, True)
+    assert not decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192, fast_interior=False).fast_interior
+    v8k = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192)
+    assert v8k.block_r == 64 and not v8k.fast_interior
+    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192, fast_interior=True).fast_interior
+    for kw in (dict(), dict(paged=True, page=64, sm90=True), dict(fp8=True)):
+        assert not decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", extent=8192, **kw).fast_interior, kw
+    assert not decode_plan(1, 8, 8, 128, 32, 65536, 132, "cpu", extent=8192).fast_interior

@@ -172,16 +172,20 @@ PAGE_TILES = Switch("page_tiles", "ATTNKIT_RELBIAS_PAGE_TILES", None,
                     "cache, instead of one block-table load per key; needs block_n <= the block size; default: "
                     "the rule (decode_plan: on sm_90 for bf16 / fp16 caches of block size >= 64 at D <= 128, "
                     "relbias-paged-tiles sweeps)")
-# Off: not yet timed. The decode kernel's interior key tiles (every key seen by every row of the tile's block,
-# every distance inside the table and the window) in a loop of their own with no mask, clamp or select. sm_90 SASS
-# (compile_check, loop instructions per warp per tile): the verify tile (64 rows, 64 keys, 4 warps) 815 -> 611 in
-# the interior loop, at 255 registers with 16 bytes spilled (248 and none without); the 16-row decode tile 489 ->
-# 433 but 210 registers instead of 128 (half the programs per SM); with the branch-free loops (paged, past the
-# extent) 503 -> 426 at the same 168 registers.
-DECODE_FAST_INTERIOR = Switch("decode_fast_interior", "ATTNKIT_RELBIAS_DECODE_FAST_INTERIOR", False,
+# The decode kernel's interior key tiles (every key seen by every row of the tile's block, every distance inside
+# the table and the window) in a loop of their own with no mask, clamp or select. sm_90 SASS (compile_check, loop
+# instructions per warp per tile): the short-split verify tile (64 rows, 64 keys, 4 warps) 815 -> 611 in the interior
+# loop, at 255 registers with 16 bytes spilled (248 and none without); the 16-row decode tile 489 -> 433 but 210
+# registers instead of 128 (half the programs per SM); with the branch-free loops (paged, past the extent) 503 -> 426
+# at the same 168 registers. Timed at 34112fa (`benchmarks/sweeps/h200-34112fa/sweep-relbias-decode-fast.json`,
+# medians in us, rule / interior loop): verify 32 x 64K (the long-split tile, 128 rows at 8 warps) 302.3 / 292.0;
+# verify 32 x 8K (short splits) 73.0 / 79.8; decode b1 x 64K 77.6 / 80.6, b32 x 8K 260.4 / 267.9; paged block 16 /
+# 64 279.3 / 317.1, 260.3 / 264.8; fp8 257.6 / 295.6. So the rule: on for the verify long-split tile only.
+DECODE_FAST_INTERIOR = Switch("decode_fast_interior", "ATTNKIT_RELBIAS_DECODE_FAST_INTERIOR", None,
                               "decode kernel: its interior key tiles (all keys seen by every row of the block, all "
                               "distances inside the table and the window) in a loop of their own with no mask, "
-                              "clamp or select; off: not yet timed (relbias-decode-fast sweep)")
+                              "clamp or select; default: the rule (decode_plan: the verify tile of 128 rows at 8 "
+                              "warps, relbias-decode-fast sweep)")
 KV_TMA = Switch("kv_tma", "ATTNKIT_RELBIAS_KV_TMA", False,
                 "forward kernel: interior key tiles of a contiguous cache load K and V through TMA tensor descriptors "
                 "(takes the branch-free loops); off: slower where timed (prefill 8K 3688 against 2884 us, "
@@ -568,7 +572,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
                 split_loops: bool | None = None, decode_rows: int | None = None,
                 bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None,
-                sm90: bool = False, fast_interior: bool = False) -> DecodePlan:
+                sm90: bool = False, fast_interior: bool | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
@@ -576,7 +580,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     tiles build their bias from per-head strips (``bias_strip``). ``page`` is a paged cache's block size;
     ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry. ``sm90``: the
     device is sm_90 (the paged settings timed there). ``fast_interior``: interior key tiles in a loop of their own,
-    unmasked."""
+    unmasked (the rule: the verify tile of 128 rows at 8 warps, DECODE_FAST_INTERIOR)."""
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
@@ -614,6 +618,8 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         # verify: long splits take the 128-row tile at 8 warps; short ones 64 rows at 2 stages (see above)
         if tiles_per_split >= VERIFY_LONG_SPLIT_TILES:
             w = 8
+            if fast_interior is None:  # the interior loop (see DECODE_FAST_INTERIOR)
+                fast_interior = True
         else:
             rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(VERIFY_SHORT_ROWS)
             stages = 2

@@ -155,7 +155,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     decode over contiguous caches), ``page_tiles`` (the decode kernel over a paged cache whose block size is
     at least its key tile reads one block-table entry per tile, not one per key; the rule: on sm_90 from block size
     64, the relbias-paged-tiles sweeps), ``decode_fast_interior`` (the decode kernel's interior key tiles in a loop
-    of their own with no mask, clamp or select; off: not yet timed), ``kv_tma`` (the forward kernel's interior
+    of their own with no mask, clamp or select; the rule: the verify tile of 128 rows at 8 warps, the
+    relbias-decode-fast sweep), ``kv_tma`` (the forward kernel's interior
     tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off: slower, the relbias-fwd-strip-2 sweep), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
     merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``

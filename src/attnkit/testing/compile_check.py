@@ -93,12 +93,14 @@ def _variants():
         out.append((f"relbias_decode D{D} g{group} paged{int(bool(paged))} fp8{int(fp8)} r{dp.block_r} bn{dp.block_n}"
                     f" w{dp.num_warps} s{dp.num_stages}" + (" split" if dp.split_loops else "")
                     + (" strip" if dp.strip else "") + (f" sm90 page{page}" if sm90 else "")
-                    + (" page-tiles" if dp.page_tiles else ""), relbias_decode_split_kernel,
+                    + (" page-tiles" if dp.page_tiles else "") + (" fast-interior" if dp.fast_interior else ""),
+                    relbias_decode_split_kernel,
                     dec_ptr("fp8e4nv" if fp8 else "bf16"),
                     dict(HQ=64, GROUP=group, HEAD_DIM=D, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n,
                          PAGED=bool(paged), PAGE=page if paged else 1, FP8=fp8, HAS_WINDOW=True, CLAMP=False,
                          PERTURB=0, DOT_F32=False, SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g,
-                         **(dict(PAGE_TILES=True) if dp.page_tiles else {})),
+                         **(dict(PAGE_TILES=True) if dp.page_tiles else {}),
+                         **(dict(DEC_FAST=True) if dp.fast_interior else {})),
                     dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
     for max_q, max_k in ((32, 8192), (1, 8192), (1, 65536)):  # the option decode_fast_interior
         dp = decode_plan(1 if max_q > 1 else 32, 8, 8, 128, max_q, max_k, 132, "cuda", extent=8192, fast_interior=True)
