@@ -418,8 +418,8 @@ def test_paged_decode_rule_on_sm90():
     assert not verify.page_tiles and verify.num_stages == 2  # the verify tiles' rule
 
 
-FAST_CASES = ("relbias-decode-b3-k203", "relbias-decode-b2-clamp-window-tail", "relbias-verify-t4-k203",
-              "relbias-verify-t24-g16-blocks-w64", "relbias-verify-t32-g8-blocks-clamp", "relbias-paged-bs16-decode",
+# (every decode shape is also run against the oracle by the gate relbias/triton_decode_fast; these check the bits)
+FAST_CASES = ("relbias-decode-b3-k203", "relbias-decode-b2-clamp-window-tail", "relbias-verify-t24-g16-blocks-w64",
               "relbias-paged-bs32-window", "relbias-extent-e1")
 
 
