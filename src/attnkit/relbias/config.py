@@ -584,7 +584,10 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
-    rows0 = min(cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+    def tile_rows(rows_cap):  # packed rows of the decode tile: the tokens x heads, a power of two from 16, capped
+        return min(rows_cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+
+    rows0 = tile_rows(cap)
     # paged on sm_90 (see PAGE_TILE_BLOCK_N): decode tiles of a bf16 / fp16 cache at D <= 128
     sm90_paged = (paged and split and sm90 and device_type == "cuda" and not fp8 and head_dim <= 128
                   and rows0 <= VERIFY_SHORT_ROWS and decode_rows is None)
@@ -604,7 +607,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     forced = num_splits  # the override; layout() returns the split count it gives or the rule's
 
     def layout(rows_cap):
-        rows = min(rows_cap, max(16, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+        rows = tile_rows(rows_cap)
         tpb = rows // group
         if tpb < 1:
             raise ValueError(f"decode_rows: {group} query heads per KV head exceed the decode tile's {rows} rows")

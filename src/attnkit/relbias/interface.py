@@ -8,13 +8,12 @@ import math
 import torch
 import triton
 
-from .._runtime import check_device, interpreting, pdl_launch, require, resolve_pdl
+from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch, require, resolve_pdl
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_F16_CVT, GLUON,
-                     GLUON_BIAS_ACC,
-                     GLUON_BIAS_EARLY,
+                     GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
@@ -156,8 +155,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     at least its key tile reads one block-table entry per tile, not one per key; the rule: on sm_90 from block size
     64, the relbias-paged-tiles sweeps), ``decode_fast_interior`` (the decode kernel's interior key tiles in a loop
     of their own with no mask, clamp or select; the rule: the verify tile of 128 rows at 8 warps, the
-    relbias-decode-fast sweep), ``kv_tma`` (the forward kernel's interior
-    tiles of a contiguous cache load K
+    relbias-decode-fast sweep), ``kv_tma`` (the forward kernel's interior tiles of a contiguous cache load K
     and V through TMA tensor descriptors; off: slower, the relbias-fwd-strip-2 sweep), ``pdl`` (``ATTNKIT_PDL``: the decode kernel and its
     merge launched as programmatic dependents, CUDA sm_90+; off: no faster, the pdl-relbias sweep), ``gluon``
     (``ATTNKIT_RELBIAS_GLUON``: prefill and chunks of more than 32 query tokens on the Gluon forward kernel for
@@ -252,9 +250,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles,
-                     fast_interior=dec_fast),
-                merge_block_d, split,
-                use_pdl, fp8_kind)
+                     fast_interior=dec_fast), merge_block_d, split, use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
         if gws is None and (gpp or gpers or gkrel):  # options of the warp-specialized kernel alone
@@ -373,7 +369,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
                        paged=paged, fp8=fp8, extent=tab.shape[1], split_loops=split_loops,
                        page=kk.shape[1] if paged else 0,
-                       sm90=q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0), **tune)
+                       sm90=_cuda_capability(q.device) == (9, 0), **tune)
     R = total_q * Hq
     m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
@@ -391,8 +387,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
         SPLIT_LOOPS=plan.split_loops,
         STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, DEC_FAST=plan.fast_interior, PDL=use_pdl,
-        num_warps=plan.num_warps,
-        num_stages=plan.num_stages,
+        num_warps=plan.num_warps, num_stages=plan.num_stages,
         **pdl_launch(use_pdl),
     )
     splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,

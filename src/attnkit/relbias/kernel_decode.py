@@ -50,6 +50,26 @@ def _strip_rows(tab_g, d_min, E, GROUP: tl.constexpr, BLOCK_R: tl.constexpr, BLO
 
 
 @triton.jit
+def _looked_up_bias(tab_g, tab_row, d_min, dd, vis, tail, E, GROUP: tl.constexpr, BLOCK_R: tl.constexpr,
+                    BLOCK_N: tl.constexpr, STRIP: tl.constexpr, STRIP_G: tl.constexpr, CLAMP: tl.constexpr,
+                    MASKED: tl.constexpr):
+    """A looked-up tile's bias in the base-2 domain at distances dd (d_min the smallest): from the strips (STRIP > 0)
+    or one load per score at the index clamped into the table (MASKED: only where vis), and past the extent the
+    constant tail (CLAMP) or 0."""
+    if STRIP > 0:
+        bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
+    elif MASKED:
+        bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis, other=0.0)
+    else:
+        bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1))
+    bias = bias * LOG2E
+    if CLAMP:
+        return tl.where(dd < E, bias, tail[:, None])
+    else:
+        return tl.where(dd < E, bias, 0.0)
+
+
+@triton.jit
 def _page_tile_offsets(n0, b, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, PAGE: tl.constexpr,
                        BLOCK_N: tl.constexpr):
     """Element offsets (int64) of the keys n0 .. n0 + BLOCK_N - 1 of sequence b in a paged cache, the tile's page
@@ -102,18 +122,8 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, s
                 vis = vis & (d < win)
             if PERTURB != 1:
                 if MODE == 1:
-                    dd = d + shift
-                    if STRIP > 0:
-                        d_min = pos0 - (n0 + BLOCK_N - 1) + shift
-                        bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
-                    else:
-                        bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1))
-                    bias = bias * LOG2E
-                    if CLAMP:
-                        bias = tl.where(dd < E, bias, tail[:, None])
-                    else:
-                        bias = tl.where(dd < E, bias, 0.0)
-                    s = s + bias
+                    s = s + _looked_up_bias(tab_g, tab_row, pos0 - (n0 + BLOCK_N - 1) + shift, d + shift, vis, tail,
+                                            E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G, CLAMP, False)
                 elif MODE == 0:
                     if CLAMP:
                         s = s + tail[:, None]
@@ -124,17 +134,8 @@ def _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail, E, win, s
                         if CLAMP:
                             s = s + tail[:, None]
                     else:
-                        if STRIP > 0:
-                            bias = _strip_rows(tab_g, d_min, E, GROUP, BLOCK_R, BLOCK_N, STRIP, STRIP_G)
-                        else:
-                            bias = tl.load(tab_row[:, None] + tl.minimum(tl.maximum(dd, 0), E - 1), mask=vis,
-                                           other=0.0)
-                        bias = bias * LOG2E
-                        if CLAMP:
-                            bias = tl.where(dd < E, bias, tail[:, None])
-                        else:
-                            bias = tl.where(dd < E, bias, 0.0)
-                        s = s + bias
+                        s = s + _looked_up_bias(tab_g, tab_row, d_min, dd, vis, tail, E, GROUP, BLOCK_R, BLOCK_N,
+                                                STRIP, STRIP_G, CLAMP, True)
             s = tl.where(vis, s, float("-inf"))
         m_i, p, l_i, acc = softmax_step(m_i, l_i, acc, s)
         v = tl.load(V + kv_off[:, None] + g_kv * stride_kh + offs_d[None, :], mask=col_ok[:, None], other=0.0)
@@ -219,6 +220,11 @@ def relbias_decode_split_kernel(
         tail_v = tail
     else:
         tail_v = tl.zeros([BLOCK_R], dtype=tl.float32)
+    if SPLIT_LOOPS:
+        # tiles wholly beyond the extent first (their smallest distance, the first token's to the tile's last key,
+        # is >= E), then the rest: branch-free loops
+        lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start
+        n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
     if DEC_FAST:
         # the interior tiles [f_a, f_b): every key seen by every row of the block (the block's first token sees the
         # tile's last key, no key past s_hi), every distance inside the table and the window (the largest position any
@@ -232,8 +238,6 @@ def relbias_decode_split_kernel(
         last = tl.minimum(pos0 - BLOCK_N + 1, s_hi - BLOCK_N)  # the last start of a wholly visible, unmasked tile
         f_b = tl.maximum(tl.where(last >= 0, (tl.maximum(last, 0) // BLOCK_N) * BLOCK_N + BLOCK_N, 0), f_a)
         if SPLIT_LOOPS:
-            lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start (as below)
-            n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
             f_a2 = tl.minimum(tl.maximum(f_a, n_b), tl.maximum(s_hi, s_lo))
             f_b2 = tl.maximum(f_b, f_a2)
             for r in tl.static_range(4):
@@ -250,10 +254,6 @@ def relbias_decode_split_kernel(
                                            GROUP, BLOCK_R, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB,
                                            DOT_F32, (2, 3, 2)[r], STRIP, STRIP_G, PAGE_TILES)
     elif SPLIT_LOOPS:
-        # tiles wholly beyond the extent first (their smallest distance, the first token's to the tile's last key,
-        # is >= E), then the rest: two branch-free loops
-        lb = pos0 + shift - E - BLOCK_N + 1  # the last beyond tile start
-        n_b = tl.minimum(s_lo + (tl.maximum(lb - s_lo + BLOCK_N, 0) // BLOCK_N) * BLOCK_N, tl.maximum(s_hi, s_lo))
         for r in tl.static_range(2):
             m_i, l_i, acc = _dec_tiles(m_i, l_i, acc, q, qk_scale, K, V, tab_row, tab_g, tail_v, E, win, shift, pos,
                                        row_ok, offs_d, (s_lo, n_b)[r], (n_b, s_hi)[r], s_hi, pos0, b, k_start, g_kv,
