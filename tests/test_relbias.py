@@ -348,13 +348,15 @@ def test_split_loops_give_the_same_bits_in_decode(case_id, device):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("option", ["fp8_f16_cvt", "fp8_asm_cvt"])
 @pytest.mark.parametrize("force", ["decode", "fwd"])
-def test_fp8_f16_conversion_gives_the_same_bits(force, device):
-    """fp8_f16_cvt converts fp8 k, v through fp16 and fp32 instead of by the direct cast: the same values, so the
-    same output and LSE bits, in the decode and the forward kernel."""
+def test_fp8_conversions_give_the_same_bits(force, option, device):
+    """fp8_f16_cvt converts fp8 k, v through fp16 and fp32, fp8_asm_cvt by inline assembly on the codes as loaded,
+    instead of by the direct cast: the same values, so the same output and LSE bits, in the decode and the forward
+    kernel (fp8_asm_cvt: in the interpreter the direct cast itself; the assembly runs compiled, on a GPU)."""
     inp = _inp("relbias-fp8-decode-b2", device, seed=4)
     a = relbias_kernel_call(inp, force=force)
-    b = relbias_kernel_call(inp, force=force, fp8_f16_cvt=True)
+    b = relbias_kernel_call(inp, force=force, **{option: True})
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     ref, ref_lse = relbias_oracle(inp)
     base, base_lse = relbias_baseline(inp)
@@ -453,3 +455,11 @@ def test_decode_fast_interior_rule():
     for kw in (dict(), dict(paged=True, page=64, sm90=True), dict(fp8=True)):
         assert not decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", extent=8192, **kw).fast_interior, kw
     assert not decode_plan(1, 8, 8, 128, 32, 65536, 132, "cpu", extent=8192).fast_interior
+
+
+def test_fp8_asm_and_f16_conversions_are_refused_together(device):
+    """fp8_asm_cvt and fp8_f16_cvt are two ways of one conversion: asking for both is a ValueError naming the
+    option, not one of them silently."""
+    inp = _inp("relbias-fp8-decode-b2", device, seed=4)
+    with pytest.raises(ValueError, match="fp8_asm_cvt"):
+        relbias_kernel_call(inp, fp8_f16_cvt=True, fp8_asm_cvt=True)

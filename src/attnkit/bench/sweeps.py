@@ -581,6 +581,20 @@ SWEEPS["relbias-fp8-cvt"] = Sweep(
     ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
     (("rule", {}), ("fp8-f16-cvt", dict(fp8_f16_cvt=True))))
 
+SWEEPS["relbias-fp8-asm"] = Sweep(
+    "relbias", "fp8 k, v converted by inline assembly on the codes as loaded (fp8_asm_cvt: the tile reaches the MMA "
+    "operand layout as bf16 by ldmatrix, not as fp8 by narrow shared loads) at the fp8 rule's tile and around it "
+    "(stages, programs per SM, 8 warps); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("rule", {}),
+     ("asm", dict(fp8_asm_cvt=True)),
+     ("asm-s2-c4", dict(fp8_asm_cvt=True, num_stages=2, ctas_per_sm=4)),
+     ("asm-s4", dict(fp8_asm_cvt=True, num_stages=4)),
+     ("asm-s5-c2", dict(fp8_asm_cvt=True, num_stages=5, ctas_per_sm=2)),
+     ("asm-w8-c2", dict(fp8_asm_cvt=True, num_warps=8, ctas_per_sm=2)),
+     ("asm-w8-s4-c2", dict(fp8_asm_cvt=True, num_warps=8, num_stages=4, ctas_per_sm=2)),
+     ("asm-w8-bn128-s4-c1", dict(fp8_asm_cvt=True, num_warps=8, block_n=128, num_stages=4, ctas_per_sm=1))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -12,7 +12,7 @@ from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch,
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
-                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_F16_CVT, GLUON,
+                     DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_ASM_CVT, FP8_F16_CVT, GLUON,
                      GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
@@ -133,7 +133,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
-                      gluon_tree_reduce=None, fp8_f16_cvt=None,
+                      gluon_tree_reduce=None, fp8_f16_cvt=None, fp8_asm_cvt=None,
                       _perturb=None, _force=None, _masked_strip=True, _ws_unused_turns=False):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -180,7 +180,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
-    direct cast, the same values; off: slower, the relbias-fp8-cvt sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
+    direct cast, the same values; off: slower, the relbias-fp8-cvt sweep); ``fp8_asm_cvt``
+    (``ATTNKIT_RELBIAS_FP8_ASM_CVT``: fp8 k, v converted by inline assembly on the codes as loaded, before the move to
+    the MMA operand layout; the same values; compiled kernels only, the interpreter runs the direct cast). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles; ``_ws_unused_turns=True`` (a diagnostic for
     benchmarks/experiments/stress_under_load.py) runs the warp-specialized kernel without turns as it was before the
     fix of its turn barriers (made but not used), which returns wrong rows under concurrent GPU load.
@@ -204,11 +206,14 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gpers, gkrel = GLUON_PERSISTENT.resolve(gluon_persistent), GLUON_K_RELEASE.resolve(gluon_k_release)
     gkearly = GLUON_K_EARLY.resolve(gluon_k_early)
     gtree = GLUON_TREE_REDUCE.resolve(gluon_tree_reduce)
-    f16_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt)
+    f16_cvt, asm_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt), FP8_ASM_CVT.resolve(fp8_asm_cvt)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
-    fp8_kind = 2 if fp8 and f16_cvt else fp8  # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt)
+    require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
+    # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt), 3 by inline assembly (fp8_asm_cvt; the interpreter,
+    # which cannot run it, takes the direct cast: the same values)
+    fp8_kind = 2 if fp8 and f16_cvt else 3 if fp8 and asm_cvt and not interpreting() else fp8
     if use_gluon:
         _gluon_check(q, k_cache if paged else k, v_cache if paged else v, paged, fp8)
     elif use_gluon is None:  # the rule (config.gluon_fwd_rule)

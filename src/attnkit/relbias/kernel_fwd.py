@@ -49,16 +49,63 @@ def kv_offsets(offs_n, col_ok, b, k_start, BLOCK_TABLE, stride_bt, stride_kb, st
         return (k_start.to(tl.int64) + offs_n) * stride_kt
 
 
+# e4m3 -> q's dtype, four codes a 32-bit register, as inline assembly: two packed e4m3 -> f16 conversions (fp16 q:
+# that is all), for bf16 q then four widenings to f32 and two packed roundings to bf16. All exact (every e4m3 is an
+# f16 and a bf16; NaN stays NaN). Inline assembly marked impure is opaque to Triton's layout passes, which otherwise
+# move a conversion feeding a tl.dot past the change to the MMA operand layout (the fp8 codes go through shared
+# memory and come back by narrow loads, LDS, then are converted): here the codes are converted as loaded (blocked,
+# 16 a load) and the bf16 / fp16 tile goes through shared memory to the MMA operand layout by ldmatrix.
+E4M3_F16_ASM = tl.constexpr("""{
+    .reg .b16 lo, hi;
+    mov.b32 {lo, hi}, $2;
+    cvt.rn.f16x2.e4m3x2 $0, lo;
+    cvt.rn.f16x2.e4m3x2 $1, hi;
+}""")
+E4M3_BF16_ASM = tl.constexpr("""{
+    .reg .b16 lo, hi;
+    .reg .b32 h0, h1;
+    .reg .f16 x0, x1, x2, x3;
+    .reg .f32 a, b, c, d;
+    mov.b32 {lo, hi}, $2;
+    cvt.rn.f16x2.e4m3x2 h0, lo;
+    cvt.rn.f16x2.e4m3x2 h1, hi;
+    mov.b32 {x0, x1}, h0;
+    mov.b32 {x2, x3}, h1;
+    cvt.f32.f16 a, x0;
+    cvt.f32.f16 b, x1;
+    cvt.f32.f16 c, x2;
+    cvt.f32.f16 d, x3;
+    cvt.rn.bf16x2.f32 $0, b, a;
+    cvt.rn.bf16x2.f32 $1, d, c;
+}""")
+
+
+@triton.jit
+def fp8_to(x, dtype: tl.constexpr, FP8: tl.constexpr):
+    """fp8 e4m3 codes x converted exactly to dtype (bf16 or fp16). FP8 2 (the option fp8_f16_cvt): through fp16
+    and fp32; 3 (the option fp8_asm_cvt, compiled kernels only: the interpreter runs 1, the same values): the inline
+    assembly above, on the codes' loaded layout; otherwise the direct cast."""
+    if FP8 == 3:
+        if dtype == tl.bfloat16:
+            return tl.inline_asm_elementwise(E4M3_BF16_ASM, "=r,=r,r", [x.to(tl.uint8, bitcast=True)],
+                                             dtype=tl.bfloat16, is_pure=False, pack=4)
+        else:
+            return tl.inline_asm_elementwise(E4M3_F16_ASM, "=r,=r,r", [x.to(tl.uint8, bitcast=True)],
+                                             dtype=tl.float16, is_pure=False, pack=4)
+    elif FP8 == 2:
+        return x.to(tl.float16).to(tl.float32).to(dtype)
+    else:
+        return x.to(dtype)
+
+
 @triton.jit
 def qk_scores(q, k, qk_scale, FP8: tl.constexpr, DOT_F32: tl.constexpr):
     """A tile's scores in the base-2 domain: q . k (fp8 k converted to q's dtype exactly) times qk_scale
     (shared by the forward and the decode kernel). FP8 2 (the option fp8_f16_cvt): the conversion goes through
     fp16 and fp32, one packed conversion per two codes and full-rate widening, instead of the one quarter-rate
     conversion per code that the direct cast compiles to on sm_90 (F2F: 128 per warp per decode tile)."""
-    if FP8 == 2:
-        k = k.to(tl.float16).to(tl.float32).to(q.dtype)
-    elif FP8:
-        k = k.to(q.dtype)
+    if FP8:
+        k = fp8_to(k, q.dtype, FP8)
     if DOT_F32:
         return tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee") * qk_scale
     else:
@@ -78,10 +125,8 @@ def softmax_step(m_i, l_i, acc, s):
 @triton.jit
 def pv_accumulate(acc, p, v, q, FP8: tl.constexpr, DOT_F32: tl.constexpr):
     """acc += p . v, with p rounded to q's dtype (fp8 v converted exactly, as in qk_scores)."""
-    if FP8 == 2:
-        v = v.to(tl.float16).to(tl.float32).to(q.dtype)
-    elif FP8:
-        v = v.to(q.dtype)
+    if FP8:
+        v = fp8_to(v, q.dtype, FP8)
     if DOT_F32:
         return tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), acc, input_precision="ieee")
     else:

@@ -111,14 +111,15 @@ def _variants():
                          FP8=False, HAS_WINDOW=False, CLAMP=False, PERTURB=0, DOT_F32=False,
                          SPLIT_LOOPS=dp.split_loops, STRIP=dp.strip, STRIP_G=dp.strip_g, DEC_FAST=True),
                     dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
-    dp = decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True, extent=8192)  # the option fp8_f16_cvt
-    out.append((f"relbias_decode D128 g8 paged0 fp82 r{dp.block_r} bn{dp.block_n} w{dp.num_warps} s{dp.num_stages}"
-                + (" split" if dp.split_loops else "") + (" strip" if dp.strip else ""), relbias_decode_split_kernel,
-                dec_ptr("fp8e4nv"),
-                dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n, PAGED=False, PAGE=1, FP8=2,
-                     HAS_WINDOW=True, CLAMP=False, PERTURB=0, DOT_F32=False, SPLIT_LOOPS=dp.split_loops,
-                     STRIP=dp.strip, STRIP_G=dp.strip_g),
-                dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
+    dp = decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", fp8=True, extent=8192)
+    for kind in (2, 3):  # the options fp8_f16_cvt, fp8_asm_cvt
+        out.append((f"relbias_decode D128 g8 paged0 fp8{kind} r{dp.block_r} bn{dp.block_n} w{dp.num_warps} "
+                    f"s{dp.num_stages}" + (" split" if dp.split_loops else "") + (" strip" if dp.strip else ""),
+                    relbias_decode_split_kernel, dec_ptr("fp8e4nv"),
+                    dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_R=dp.block_r, BLOCK_N=dp.block_n, PAGED=False, PAGE=1,
+                         FP8=kind, HAS_WINDOW=True, CLAMP=False, PERTURB=0, DOT_F32=False, SPLIT_LOOPS=dp.split_loops,
+                         STRIP=dp.strip, STRIP_G=dp.strip_g),
+                    dict(num_warps=dp.num_warps, num_stages=dp.num_stages)))
     for fp8 in (False, True):
         out.append((f"relbias_write fp8{int(fp8)}", relbias_write_kv_kernel,
                     dict(KN="*bf16", VN="*bf16", KC="*fp8e4nv" if fp8 else "*bf16", VC="*fp8e4nv" if fp8 else "*bf16",
