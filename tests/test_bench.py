@@ -236,3 +236,52 @@ def test_sweep_grids_name_real_cases_and_options():
         assert len({p.name for p in provs}) == len(sw.settings) and all(p.family == sw.family for p in provs)
     with pytest.raises(ValueError, match="unknown sweep"):
         sweep_providers("no-such-grid")
+
+
+@pytest.mark.parametrize("T,layout", [(1, "shared"), (3, "per_head"), (40, "shared")])
+def test_gather_floor_reads_every_candidate_row(T, layout, device):
+    """The gather-only floor provider reads each (token, KV head)'s candidate key and value rows, -1 slots skipped,
+    across its candidate splits: its checksum equals one computed in PyTorch, and changes when one candidate row's
+    byte does (so no gather is dead code or skipped)."""
+    import functools
+
+    import torch
+
+    from attnkit.bench.gather_floor import gather_floor, plan
+    gen = torch.Generator().manual_seed(T)
+    hkv, C, D, N = 2, 300, 64, 150
+    kc = torch.randint(-128, 128, (hkv, C, D), generator=gen, dtype=torch.int8)
+    vc = torch.randint(-128, 128, (hkv, C, D), generator=gen, dtype=torch.int8)
+    shape = (T, hkv, N) if layout == "per_head" else (T, N)
+    idx = torch.randint(-1, C, shape, generator=gen, dtype=torch.int32)
+    sms = 2
+    block_n, _, splits, per = plan(T, hkv, N, sms)
+    assert splits * per >= N and (splits - 1) * per < N
+
+    def expect(kc, vc):
+        out = torch.zeros((T * hkv, splits), dtype=torch.int32)
+        for t in range(T):
+            for g in range(hkv):
+                row = idx[t, g] if layout == "per_head" else idx[t]
+                for s in range(splits):
+                    acc = torch.zeros((block_n, D), dtype=torch.int32)
+                    for n0 in range(s * per, min(s * per + per, N), block_n):
+                        sel = row[n0:min(n0 + block_n, s * per + per, N)].long()
+                        ok = sel >= 0
+                        k = torch.where(ok[:, None], kc[g, sel.clamp(min=0)].int(), 0)
+                        v = torch.where(ok[:, None], vc[g, sel.clamp(min=0)].int(), 0)
+                        acc[:len(sel)] ^= k + (v << 8)
+                    out[t * hkv + g, s] = functools.reduce(lambda a, b: a ^ b, acc.flatten().tolist(), 0)
+        return out
+
+    dev = lambda x: x.to(device)  # noqa: E731
+    got = gather_floor(dev(kc), dev(vc), dev(idx), sms)().cpu()
+    assert torch.equal(got, expect(kc, vc))
+    t0 = 0
+    row0 = idx[t0, 0] if layout == "per_head" else idx[t0]
+    vals, counts = torch.unique(row0[row0 >= 0], return_counts=True)
+    j = int(vals[counts == 1][0])  # read once by token 0 at KV head 0 (a duplicate's two flips could cancel)
+    vc2 = vc.clone()
+    vc2[0, j, 5] ^= 1
+    got2 = gather_floor(dev(kc), dev(vc2), dev(idx), sms)().cpu()
+    assert not torch.equal(got2, got) and torch.equal(got2, expect(kc, vc2))

@@ -65,6 +65,10 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "Triton kernels", lambda inp: _sparse_ours(inp, bf16_cache=True)),
         Provider("torch_dequant_sdpa", "sparse_int8", "peer", "PyTorch gather + dequantize to bf16 + SDPA",
                  lambda inp: peers.sparse_int8_torch(inp)),
+        Provider("gather_only", "sparse_int8", "floor", "the gather-only floor (attnkit.bench.gather_floor): the "
+                 "candidates' key and value rows read once per (token, KV head) and folded into a checksum, no "
+                 "arithmetic of the attention: what any kernel that gathers per token needs at least",
+                 lambda inp: _sparse_gather(inp)),
     ],
     "mqa_decode": [
         Provider("attnkit_headpad", "mqa_decode", "ours", "attnkit head-padded decode (attention only)",
@@ -129,6 +133,12 @@ def _sparse_ours(inp, bf16_cache=False, **extra):
     lse = torch.empty(inp["q"].shape[:2], dtype=torch.float32, device=inp["q"].device)
     sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, **extra)  # validate once, here
     return lambda: sparse_int8_attention(*args, scale=inp["scale"], out=out, lse=lse, validate=False, **extra)
+
+
+def _sparse_gather(inp):
+    from .gather_floor import gather_floor
+    sms = torch.cuda.get_device_properties(inp["q"].device).multi_processor_count
+    return gather_floor(inp["k_cache"], inp["v_cache"], inp["indices"], sms)
 
 
 def _mqa_ours(inp, kernel, **extra):

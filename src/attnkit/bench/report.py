@@ -97,6 +97,7 @@ KEY_RATIOS = {
                    ("attnkit_swapab_triton", "attnkit_swapab", "Triton ÷ Gluon swap-AB, attention (paired)")),
     "relbias": (("attnkit_triton", "attnkit_fwd", "Triton ÷ as dispatched (paired)"),),
     "sparse_int8": (("attnkit", "attnkit_bf16_cache", "INT8 ÷ bf16 cache (paired)"),
+                    ("attnkit", "gather_only", "as dispatched ÷ gather-only floor (paired)"),
                     ("attnkit_triton", "attnkit", "Triton ÷ as dispatched (paired)")),
 }
 

@@ -238,11 +238,11 @@ register(Gate(
     name="relbias/triton_fp8_asm",
     family="relbias",
     groups=RELBIAS_GROUPS,
-    applies=lambda c: c["kv"] == "fp8",
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, fp8_asm_cvt=True),
-    what="kernel: the Triton kernels as dispatched (decode with its merge, or forward) with fp8 k, v converted by "
-         "inline assembly on the codes as loaded (fp8_asm_cvt), on every fp8 relbias shape; the interpreter runs "
-         "the direct cast there (the same values), so only a compiled run tests the assembly",
+    applies=lambda c: c["kv"] == "fp8" and max(c["seqlens_q"]) <= _DECODE_MAX_Q,
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", fp8_asm_cvt=True),
+    what="kernel: the split-K decode kernel with fp8 k, v converted by inline assembly on the codes as loaded "
+         "(fp8_asm_cvt) + the merge, on every fp8 relbias shape with at most 32 query tokens per sequence; the "
+         "interpreter runs the direct cast there (the same values), so only a compiled run tests the assembly",
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 

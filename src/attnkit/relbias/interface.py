@@ -181,8 +181,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``num_warps``, ``num_stages``;
     ``fp8_f16_cvt`` (``ATTNKIT_RELBIAS_FP8_F16_CVT``: fp8 k, v converted through fp16 and fp32 instead of by the
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep); ``fp8_asm_cvt``
-    (``ATTNKIT_RELBIAS_FP8_ASM_CVT``: fp8 k, v converted by inline assembly on the codes as loaded, before the move to
-    the MMA operand layout; the same values; compiled kernels only, the interpreter runs the direct cast). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
+    (``ATTNKIT_RELBIAS_FP8_ASM_CVT``: the decode kernel's fp8 k, v converted by inline assembly on the codes as
+    loaded, before the move to the MMA operand layout; the same values; compiled kernels only, the interpreter runs
+    the direct cast; off: 1.44x slower, the relbias-fp8-asm sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles; ``_ws_unused_turns=True`` (a diagnostic for
     benchmarks/experiments/stress_under_load.py) runs the warp-specialized kernel without turns as it was before the
     fix of its turn barriers (made but not used), which returns wrong rows under concurrent GPU load.
@@ -284,9 +285,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), out.stride(0), out.stride(1), lse.stride(0),
         kk.stride(0) if paged else 0, block_table.stride(0) if paged else 0,
         HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind, HAS_WINDOW=window is not None,
-        CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(),
-        FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
+        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=1 if fp8_kind == 3 else fp8_kind,  # fp8_asm_cvt: decode
+        HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb],
+        DOT_F32=interpreting(), FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
         BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, KV_TMA=cfg.kv_tma, num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
