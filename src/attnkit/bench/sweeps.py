@@ -183,6 +183,21 @@ SWEEPS: dict[str, Sweep] = {
         ("bn32-c6", dict(block_n=32, ctas_per_sm=6)),
         ("s3", dict(num_stages=3)),
     )),
+    "relbias-verify-4": Sweep("relbias", "verify with short splits (32 tokens against 8K keys, 1.17x flash without a "
+                              "bias): the split count around the rule's (17 by the split target, of which 16 hold "
+                              "keys), programmatic dependent launch, and the 128- and 32-row tiles", (
+                                  "relbias-model-verify32-8k",), (
+        ("rule", {}),
+        ("ns8", dict(num_splits=8)),
+        ("ns12", dict(num_splits=12)),
+        ("ns16", dict(num_splits=16)),
+        ("ns24", dict(num_splits=24)),
+        ("ns32", dict(num_splits=32)),
+        ("pdl", dict(pdl=True)),
+        ("ns16-pdl", dict(num_splits=16, pdl=True)),
+        ("rows128-w8-fast", dict(decode_rows=128, num_warps=8, decode_fast_interior=True)),
+        ("rows32", dict(decode_rows=32)),
+    )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
                           ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",
