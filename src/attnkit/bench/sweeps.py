@@ -198,6 +198,22 @@ SWEEPS: dict[str, Sweep] = {
         ("rows128-w8-fast", dict(decode_rows=128, num_warps=8, decode_fast_interior=True)),
         ("rows32", dict(decode_rows=32)),
     )),
+    "relbias-verify-5": Sweep("relbias", "verify 32 tokens against 8K and 64K keys: the split count and the split "
+                              "target (fewer splits write and merge fewer partials: 1 MB each here)", (
+                                  "relbias-model-verify32-8k", "relbias-model-verify32-64k"), (
+        ("rule", {}),
+        ("ns4", dict(num_splits=4)),
+        ("ns6", dict(num_splits=6)),
+        ("ns7", dict(num_splits=7)),
+        ("ns8", dict(num_splits=8)),
+        ("ns9", dict(num_splits=9)),
+        ("ns10", dict(num_splits=10)),
+        ("ns16", dict(num_splits=16)),
+        ("ns24", dict(num_splits=24)),
+        ("c1", dict(ctas_per_sm=1)),
+        ("c2", dict(ctas_per_sm=2)),
+        ("c3", dict(ctas_per_sm=3)),
+    )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
                           ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",
