@@ -129,7 +129,16 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     v = decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192)  # 32 tokens x 8 heads: 2 blocks of 128 rows
     assert v.block_r == 128 and v.token_blocks == 2 and v.num_splits == 33 and v.split_loops
     assert v.num_warps == 8 and v.num_stages == 3 and v.strip == 128 and v.strip_g == 8  # long splits (31 tiles)
-    vs = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192)  # short splits: 64-row tiles, 2 stages
+    # 8K: the split target leaves short splits (17 of 8 tiles); one wave of 128-row programs (2 token blocks x 8 KV
+    # heads x 8 splits = 128 <= 132 SMs) keeps 16 tiles a split: the verify one-wave rule
+    vs = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192)
+    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.fast_interior) == (128, 2, 8, 8, True)
+    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192, num_splits=8) == vs  # forced: the same
+    # fewer keys (4K: one wave would leave 8 tiles a split): short splits, 64-row tiles at 2 stages
+    vs = decode_plan(1, 8, 8, 128, 32, 4096, 132, "cuda", extent=8192)
+    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
+    # a forced split count or split target keeps the rule before it (the split target's tile)
+    vs = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192, ctas_per_sm=4)
     assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", num_warps=4).block_r == 128  # an option: no verify rule
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cpu").block_r == 128  # the interpreter keeps one tile shape

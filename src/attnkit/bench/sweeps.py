@@ -214,6 +214,15 @@ SWEEPS: dict[str, Sweep] = {
         ("c2", dict(ctas_per_sm=2)),
         ("c3", dict(ctas_per_sm=3)),
     )),
+    "relbias-verify-wave": Sweep("relbias", "the verify one-wave rule (128-row tiles, one wave of programs, where "
+                                 "the split target left short splits) against the short-split tile it replaces "
+                                 "(64 rows at 2 stages by the split target), on the model's verify and three others",
+                                 ("relbias-model-verify32-8k", "relbias-tune-verify32-b4-8k",
+                                  "relbias-tune-verify16-16k", "relbias-tune-verify32-b2-4k"), (
+        ("rule", {}),
+        ("short-split", dict(decode_rows=64, num_stages=2)),
+        ("long-c1", dict(decode_rows=128, num_warps=8, decode_fast_interior=True, ctas_per_sm=1)),
+    )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
                           ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",

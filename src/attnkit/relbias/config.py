@@ -86,7 +86,19 @@ setting of a grid timed alternating in that run):
     2 stages (8K: 4 tiles). Two points, both at 32 tokens: 17 to 31 tokens follow the same rule untimed.
     Its neighbours at 32 tokens against 8K (`benchmarks/sweeps/h200-93774c7/sweep-relbias-verify-3.json`): the rule
     73.9; 32-key tiles 98.8, 128-key 149.8; 3 / 5 / 6 programs per SM 81.1 / 88.8 / 105.6 (the last with 32-key
-    tiles); 3 stages 195.7. The rule stays.
+    tiles); 3 stages 195.7. The rule stayed then.
+    The split count (`benchmarks/sweeps/h200-b184c23/sweep-relbias-verify-4.json`,
+    `benchmarks/sweeps/h200-e0f0eb0/sweep-relbias-verify-5.json`, 7 rounds, medians in us, 8K / 64K): the rule then
+    73.1 / 290.9 (8K: 17 splits of 8 tiles, so 64-row tiles; 64K: 33 splits of 31 tiles at 128 rows, 528
+    programs, four waves of one 128-row program per SM); 4 / 6 / 7 / 8 / 9 / 10 / 16 / 24 splits 100.1 / 73.5 /
+    66.0 / 59.5 / 78.1 / 91.8 / 70.5 / 84.6 at 8K and 501.0 / 379.0 / 341.7 / 321.2 / 454.2 / 405.9 / 333.7 /
+    301.0 at 64K; 1 / 2 / 3 programs per SM 83.2 / 78.2 / 79.9 and 452.0 / 354.2 / 317.1. At 8K, 8 splits is
+    16 tiles a split, so the 128-row tile at 8 warps: 2 token blocks x 8 KV heads x 8 splits = 128 programs, one
+    wave at one per SM (its registers allow one); 9 splits (144 programs, two waves) and 7 (112, SMs idle) lose,
+    at 64K too. So where the split target leaves short splits, a verify tile first tries VERIFY_ONE_WAVE: the
+    128-row tile with as many splits as one wave holds (sm_count // programs per split), taken when each split
+    then has at least VERIFY_LONG_SPLIT_TILES tiles (8K: 59.5 against 73.1 us, 0.81x); 64K keeps the split
+    target (four whole waves, its beyond-extent tiles spread over many splits; one wave of 8 splits is 321.2).
 - fp8 decode against bf16 (`benchmarks/sweeps/h200-93774c7/sweep-relbias-fp8.json`, b32 x 8K): fp8 263.9 us at
   3 programs per SM (the rule), 265-273 at 4 / 6 / 8, 269 at 4 stages, 291-426 with other tiles; bf16 262.1 in
   the same run. Half the bytes did not halve the time. Suspecting the conversions (each fp8 pair takes one native
@@ -547,6 +559,7 @@ class DecodePlan:
 
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
 VERIFY_LONG_SPLIT_TILES = 16  # splits of at least this many key tiles 128-row tiles at 8 warps (see above)
+VERIFY_ONE_WAVE = True  # short splits by the target: one wave of 128-row programs if their splits stay long (above)
 PAGED_SPLIT_BLOCK_N = 128  # paged caches, D <= 128: keys per tile of the branch-free loops (see above)
 # Paged caches on sm_90 (bf16 / fp16, D <= 128, at most 64 packed rows: decode, not the verify tiles). H200 evidence,
 # b32 x 8K decode, every setting alternating in one run, medians in us (byte floor 253.5):
@@ -625,6 +638,11 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     w, stages = num_warps, num_stages
     if rows > VERIFY_SHORT_ROWS and decode_rows is None and w is None and stages is None and device_type == "cuda":
         # verify: long splits take the 128-row tile at 8 warps; short ones 64 rows at 2 stages (see above)
+        # short splits by the split target: one wave of 128-row programs where each split keeps long (see above)
+        one_wave = sm_count // max(1, batch * hkv * token_blocks)
+        if (tiles_per_split < VERIFY_LONG_SPLIT_TILES and VERIFY_ONE_WAVE and forced is None and ctas_per_sm is None
+                and one_wave >= 1 and -(-tiles // one_wave) >= VERIFY_LONG_SPLIT_TILES):
+            num_splits, tiles_per_split = one_wave, -(-tiles // one_wave)
         if tiles_per_split >= VERIFY_LONG_SPLIT_TILES:
             w = 8
             if fast_interior is None:  # the interior loop (see DECODE_FAST_INTERIOR)

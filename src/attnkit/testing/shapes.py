@@ -154,6 +154,10 @@ _rb("relbias-tune", "prefill-8k-d64", [8192], [8192], Hq=64, D=64, **_T)
 _rb("relbias-tune", "prefill-4k-d256", [4096], [4096], Hq=32, D=256, **_T)
 _rb("relbias-tune", "chunk48-b8-8k", [48] * 8, [8192] * 8, Hq=64, D=128, **_T)
 _rb("relbias-tune", "chunk128-b8-8k", [128] * 8, [8192] * 8, Hq=64, D=128, **_T)
+# verify shapes beside the model's (its b1 x 32 tokens x 8K): the verify one-wave rule (relbias.config)
+_rb("relbias-tune", "verify32-b4-8k", [32] * 4, [8192] * 4, Hq=64, D=128, **_T)
+_rb("relbias-tune", "verify16-16k", [16], [16384], Hq=64, D=128, **_T)
+_rb("relbias-tune", "verify32-b2-4k", [32] * 2, [4096] * 2, Hq=64, D=128, **_T)
 
 # ----------------------------------------------------------------------------------------- sparse_int8
 # params: T, Hq, Hkv, D, C, N, invalid (fraction of -1 entries), layout ("shared"|"per_head"),
