@@ -10,8 +10,11 @@ KERNEL_PATHS = {
          "MMA against the query's four digits, value codes converted once for one MMA against both probability "
          "halves; gated on the H200 at 512bdcb): dispatched at D = 256 on the direct path and on splits from 2 rows "
          "(from 8 rows at two programs per SM). 1.34x faster than the Triton kernels in prefill (1.53 ms at 2048 "
-         "rows), 1.03x at 2 rows, 1.20-1.26x at 4-8 rows; decode 8.9 / 17.8 us at 1 / 8 rows (the Triton rule at 1 "
-         "row): the 0.45 ms and 6 / 8 us targets are not met", "implemented"),
+         "rows), 1.03x at 2 rows, 1.20-1.26x at 4-8 rows; decode 8.9 / 17.9 us at 1 / 8 rows (the Triton rule at 1 "
+         "row): the 0.45 ms and 6 / 8 us targets are not met. A kernel that only gathers the candidates' rows "
+         "(gather_only, measured in the same run at ae19a12) takes 47 / 620 / 2334 us at 128 / 2048 / 8192 rows and "
+         "7.8 us at 8 rows: the prefill targets (40 / 450 / 1400 us) and the 8-row one (8 us) lie at or below the "
+         "time of the gathers alone", "implemented"),
     ],
     "mqa_decode": [
         ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca; dispatched for H other than "
@@ -33,7 +36,9 @@ KERNEL_PATHS = {
         ("decode / verify, up to 32 query tokens: split-K with GQA packing in token blocks + Triton merge (gated on "
          "the H200 at b7c4fed, as dispatched at 911a31c; over paged caches of block size 64+ on sm_90 each key tile "
          "reads its one block-table entry, page_tiles: paged decode b32 x 8K 1.10x / 1.01x the byte floor at block "
-         "size 16 / 64, from 1.29x / 1.34x)", "implemented"),
+         "size 16 / 64, from 1.29x / 1.34x; verify tiles whose split target left short splits take one wave of "
+         "128-row programs, as dispatched at c0c83c9: verify 32 x 8K 59.4 us, 0.95x SDPA flash without bias, from "
+         "1.17x)", "implemented"),
         ("paged KV writer (fp8 quantizing; byte-exact in the interpreter and in its H200 test at b166879)",
          "implemented"),
         ("forward in Gluon for sm_90 (the dispatched prefill path there for contiguous bf16 / fp16 k, v at D 64 / 128, "

@@ -99,6 +99,10 @@ setting of a grid timed alternating in that run):
     128-row tile with as many splits as one wave holds (sm_count // programs per split), taken when each split
     then has at least VERIFY_LONG_SPLIT_TILES tiles (8K: 59.5 against 73.1 us, 0.81x); 64K keeps the split
     target (four whole waves, its beyond-extent tiles spread over many splits; one wave of 8 splits is 321.2).
+    The rule beside three other verify shapes (`benchmarks/sweeps/h200-c0c83c9/sweep-relbias-verify-wave.json`, 7
+    rounds, medians in us, rule / the short-split tile it replaces / the 128-row tile by a split target of one per SM,
+    which overflows one wave): b1 x 32 tokens x 8K 59.9 / 73.8 / 83.5; b4 x 32 x 8K 189.4 / 270.2 / 256.7; b1 x 16 x
+    16K 52.8 / 71.3 / 58.2; b2 x 32 x 4K 64.6 / 77.6 / 93.4 (paired rule / short split 0.70-0.83).
 - fp8 decode against bf16 (`benchmarks/sweeps/h200-93774c7/sweep-relbias-fp8.json`, b32 x 8K): fp8 263.9 us at
   3 programs per SM (the rule), 265-273 at 4 / 6 / 8, 269 at 4 stages, 291-426 with other tiles; bf16 262.1 in
   the same run. Half the bytes did not halve the time. Suspecting the conversions (each fp8 pair takes one native
