@@ -459,9 +459,11 @@ def test_decode_fast_interior_rule():
     v64k = decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192)
     assert (v64k.block_r, v64k.num_warps, v64k.fast_interior) == (128, 8, True)
     assert not decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192, fast_interior=False).fast_interior
-    v8k = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192)
-    assert v8k.block_r == 64 and not v8k.fast_interior
-    assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192, fast_interior=True).fast_interior
+    v8k = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192)  # the one-wave rule: the 128-row tile
+    assert (v8k.block_r, v8k.num_warps, v8k.fast_interior) == (128, 8, True)
+    v4k = decode_plan(1, 8, 8, 128, 32, 4096, 132, "cuda", extent=8192)  # short splits: the 64-row tile
+    assert v4k.block_r == 64 and not v4k.fast_interior
+    assert decode_plan(1, 8, 8, 128, 32, 4096, 132, "cuda", extent=8192, fast_interior=True).fast_interior
     for kw in (dict(), dict(paged=True, page=64, sm90=True), dict(fp8=True)):
         assert not decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", extent=8192, **kw).fast_interior, kw
     assert not decode_plan(1, 8, 8, 128, 32, 65536, 132, "cpu", extent=8192).fast_interior
