@@ -223,6 +223,20 @@ SWEEPS: dict[str, Sweep] = {
         ("short-split", dict(decode_rows=64, num_stages=2)),
         ("long-c1", dict(decode_rows=128, num_warps=8, decode_fast_interior=True, ctas_per_sm=1)),
     )),
+    "relbias-decode-splits": Sweep("relbias", "decode split count around the split target's: one token against 64K "
+                                   "keys (b1, 1.12x cuDNN), and the fp8 decode b32 x 8K", (
+                                       "relbias-model-decode-b1-64k", "relbias-model-fp8-decode-b32-8k"), (
+        ("rule", {}),
+        ("ns1", dict(num_splits=1)),
+        ("ns4", dict(num_splits=4)),
+        ("ns16", dict(num_splits=16)),
+        ("ns33", dict(num_splits=33)),
+        ("ns48", dict(num_splits=48)),
+        ("ns99", dict(num_splits=99)),
+        ("ns132", dict(num_splits=132)),
+        ("c2", dict(ctas_per_sm=2)),
+        ("c6", dict(ctas_per_sm=6)),
+    )),
     "relbias-tune": Sweep("relbias", "forward kernel on shapes the rules were not timed on (D 64 and 256 prefill, "
                           "48- and 128-token chunks against 8K keys): the rule against the strip at other tiles",
                           ("relbias-tune-prefill-8k-d64", "relbias-tune-prefill-4k-d256", "relbias-tune-chunk48-b8-8k",
