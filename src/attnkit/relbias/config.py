@@ -541,6 +541,10 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)
 DECODE_MAX_ROWS = 128  # packed rows (tokens x query heads per KV head) of one decode tile; more take token blocks
+# The split target re-timed on two decode cases (`benchmarks/sweeps/h200-3434306/
+# sweep-relbias-decode-splits.json`, 7 rounds, medians in us): b1 x 64K, the rule (66 splits) 76.6, 33 splits or 2 per
+# SM 75.5, 16 / 48 / 99 / 132 splits 87.1 / 87.4 / 80.4 / 83.1, 6 per SM 80.3; fp8 b32 x 8K, the rule (2 splits) 262.5,
+# 1 / 4 / 16 / 33 splits 329.7 / 263.5 / 265.3 / 282.6, 2 or 6 per SM 262.8 / 262.1. Within 1.5 % of the best: kept.
 SPLIT_TARGET_CTAS_PER_SM = 4  # split rule: programs per SM the splits aim for (contiguous bf16 / fp16 caches)
 PAGED_CTAS_PER_SM, FP8_CTAS_PER_SM = 2, 3  # paged caches; contiguous fp8 caches (the sweeps above)
 
