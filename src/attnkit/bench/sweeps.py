@@ -416,6 +416,18 @@ SWEEPS["mqa-gluon-fused-splits"] = Sweep(
      ("s4-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=4)),
      ("s3", dict(kernel="swapab", gluon=True, gluon_fused=False, num_splits=3))))
 
+SWEEPS["mqa-gluon-splits-small"] = Sweep(
+    "mqa_decode", "1-4 tokens: fewer splits per token (each program walks 2-5 of the 10 64-slot tiles, fewer partials "
+    "to merge), the merge launched apart or fused, against the rule (10 splits of one tile); head-padded for the "
+    "ratio the targets name",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("s5", dict(kernel="swapab", gluon=True, num_splits=5)),
+     ("s2", dict(kernel="swapab", gluon=True, num_splits=2)),
+     ("s5-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=5)),
+     ("s2-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=2))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "
