@@ -39,6 +39,11 @@ class HeadpadPlan:
 # predicts 15-30 % less time than the e3c66a8 rule (two programs per SM assumed) from 8 tokens up and the same
 # below. Timed at 69dcc17 (benchmarks/results/mqa_decode-h200-2026-11-30-69dcc17.json): head-padded 16 heads x
 # 16 tokens 53.7 -> 39.5 us (fp8), 47.3 -> 34.4 (nvfp4), 1-4 tokens within a few us of e3c66a8.
+# The Gluon kernel at 1-4 tokens (`benchmarks/sweeps/h200-5a8c79f/sweep-mqa-gluon-splits-small.json`, 5 rounds, whole
+# steps, medians in us, rule (10 splits of one 64-slot tile) / 5 splits / 2 splits / 5 fused / 2 fused): 16 heads fp8
+# 1 token 9.0 / 12.1 / 25.3 / 15.9 / 25.3, 4 tokens 10.7 / 14.2 / 29.6 / 18.4 / 28.5; 32 heads nvfp4 4 tokens 12.7 /
+# 16.4 / 32.7 / 22.1 / 31.8 (all twelve cases alike): each tile a program walks adds 3-4 us, more than the partials it
+# saves the merge; the rule stays.
 RESIDENT_PROGRAMS_PER_SM = 1
 PROLOGUE_TILES = 1
 
