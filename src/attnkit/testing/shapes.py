@@ -126,6 +126,7 @@ _rb("relbias-headdim", "d128", [17], [33], D=128)
 _rb("relbias-headdim", "d256", [9], [33], Hq=2, Hkv=1, D=256, tiers=(FULL,))
 # fp8 KV
 _rb("relbias-fp8", "decode-b2", [1, 1], [70, 200], kv="fp8", E=64)
+_rb("relbias-fp8", "verify-window-clamp", [3, 1], [90, 150], kv="fp8", E=50, window=40, beyond="clamp")
 _rb("relbias-fp8", "paged-verify", [8, 1], [1023, 257], kv="fp8", block_size=64, Hq=16, Hkv=2, D=128, E=8192,
     tiers=(FULL,))
 # deep decode: 64K keys, only the newest inside the extent
