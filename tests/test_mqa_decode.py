@@ -286,6 +286,12 @@ def test_gluon_dispatch_rule_and_plan():
         swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=6)
     with pytest.raises(ValueError, match="gluon_fused"):
         swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, fused_merge="yes")
+    with pytest.raises(ValueError, match="gluon_early"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True, gluon_early=True)
+    early = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=True)
+    assert early.gluon_early and not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).gluon_early
+    from attnkit.mqa_decode.interface import _key
+    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early"  # the warm-up compiles what a step launches
 
 
 def test_gluon_option_is_checked(device, monkeypatch):
@@ -338,6 +344,22 @@ def test_gluon_e2m1_bits_gives_the_same_bits(case, asy):
     a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_async=asy)
     b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_async=asy, gluon_e2m1_bits=True)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial"])
+def test_gluon_early_slot_ids_give_the_same_bits(case, fused):
+    """gluon_early loads the first tiles' slot ids before the query instead of after its prologue: the same tiles in
+    the same order, so the same output and LSE bits; without gluon_prefetch it is refused."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 5)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=fused)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=fused, gluon_early=True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    with pytest.raises(ValueError, match="gluon_early"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_early=True, gluon_prefetch=False)
 
 
 @pytest.mark.cuda

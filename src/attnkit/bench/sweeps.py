@@ -428,6 +428,14 @@ SWEEPS["mqa-gluon-splits-small"] = Sweep(
      ("s5-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=5)),
      ("s2-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=2))))
 
+SWEEPS["mqa-gluon-early"] = Sweep(
+    "mqa_decode", "1-16 tokens: the Gluon swap-AB kernel with the first tiles' slot ids loaded before the query "
+    "(gluon_early: the two loads' latencies overlap) against the rule; head-padded for the ratio the targets name",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("early", dict(kernel="swapab", gluon=True, gluon_early=True))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "

@@ -438,6 +438,18 @@ register(Gate(
 ))
 
 register(Gate(
+    name="mqa_decode/gluon_swapab_early",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_early=True),
+    what="kernel: the Gluon swap-AB decode with the first tiles' slot ids loaded before the query (gluon_early) + the "
+         "finishing merge as dispatched, on every 16 / 32-head shape",
+    needs="sm90",
+    perturbations=_MQA_PERTURBATIONS,
+))
+
+register(Gate(
     name="mqa_decode/gluon_swapab_e2m1_fp16",
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),

@@ -131,6 +131,7 @@ class SwapabPlan:
     gluon: bool = False  # the Gluon kernel (kernel_swapab_gluon) instead of the Triton one
     fused_merge: bool = False  # Gluon: the token's last program merges the splits (no merge launch)
     gluon_async: bool = False  # Gluon: records copied into shared memory by cp.async, a tile ahead
+    gluon_early: bool = False  # Gluon: the first tiles' slot ids loaded before the query (gluon_early)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -168,6 +169,13 @@ GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", None,
 GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", False,
                      "Gluon swap-AB kernel: copy each tile's raw records into shared memory with cp.async, the first "
                      "while the query is prepared and each next one during the current tile's products")
+# A program's first global loads: the query (its prologue) and then, in the list loop, the first tile's slot ids, whose
+# records can only be loaded after them: two dependent round trips before the first record load. With gluon_early
+# the first tiles' slot ids (both lists') are loaded before the query, so the two loads' latencies overlap (in the
+# sm_90 SASS the slot ids' loads issue among the query's; compile_check). The same bits.
+GLUON_EARLY = Switch("gluon_early", "ATTNKIT_MQA_GLUON_EARLY", False,
+                     "Gluon swap-AB kernel: load the first tiles' slot ids before the query (their latencies overlap) "
+                     "instead of after its prologue; needs gluon_prefetch, not gluon_async")
 # The same values (exact either way; checked for every code and scale by emulation), fewer instructions
 # (compile_check --census, the nvfp4 list loop at 16 heads, 8 warps: see docs/mqa_decode.md), and faster on all
 # 14 nvfp4 step cases (16 / 32 heads, 1 to 64 tokens), by 1 to 4 % (h32 t64: 40.1 -> 38.5 us; h16 t1: 10.2 ->
@@ -183,7 +191,8 @@ GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
                 block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
-                fused_merge: bool | None = None, gluon_async: bool | None = None) -> SwapabPlan:
+                fused_merge: bool | None = None, gluon_async: bool | None = None,
+                gluon_early: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -195,9 +204,13 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         use_async = GLUON_ASYNC.resolve(gluon_async)
         splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[(warps, use_async)])
         fused = GLUON_FUSED.resolve(fused_merge)
+        early = GLUON_EARLY.resolve(gluon_early)
+        if early and use_async:
+            raise ValueError("gluon_early: hands the first slot ids to the list loop without cp.async; it cannot be "
+                             "combined with gluon_async")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
-                          gluon_async=use_async)
+                          gluon_async=use_async, gluon_early=bool(early))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -64,8 +64,8 @@ LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in 
 def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
-    gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else ""))
-          if getattr(plan, "gluon", False) else "")
+    gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
+           + ("_early" if plan.gluon_early else "")) if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else ""), H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
@@ -77,7 +77,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, gluon_e2m1_bits=None, pdl=None, _perturb=None, _return_fp32=False,
+                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, pdl=None, _perturb=None,
+                         _return_fp32=False,
                          _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
@@ -90,7 +91,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     each token's splits itself (its last program to finish), so the step is one launch; default: the rule, where a
     token has at most two splits (from 48 tokens at the default list lengths). gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
-    ahead (the first tile's while the query is prepared). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
+    ahead (the first tile's while the query is prepared). gluon_early (else ``ATTNKIT_MQA_GLUON_EARLY``): the Gluon
+    kernel loads the first tiles' slot ids before the query, so the two loads' latencies overlap (the same bits;
+    needs gluon_prefetch, not gluon_async). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
     default on, 1-4 % faster in the mqa-gluon-e2m1 sweep): the Gluon kernel decodes nvfp4 codes from their bits
     into bf16 with two bf16x2 products (the same values). Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
@@ -179,7 +182,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
-                           gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async)
+                           gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async,
+                           gluon_early=gluon_early)
+        require(not (plan.gluon_early and not prefetch), "gluon_early",
+                "hands the first slot ids to the prefetching list loop; it needs gluon_prefetch")
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
@@ -214,7 +220,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
-                                        ASYNC=plan.gluon_async, PDL=use_pdl, num_warps=plan.num_warps, **pl)
+                                        ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early,
+                                        num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()

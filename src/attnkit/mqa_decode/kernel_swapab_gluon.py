@@ -171,10 +171,15 @@ def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, a
 @gluon.jit
 def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
                BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
-               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr):
+               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, slot0=None, ok0=None):
+    """The tiles of one list. slot0, ok0 (EARLY, with PREFETCH): the first tile's slot ids, loaded by the caller."""
     rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
     if PREFETCH:  # the next tile's slot ids are loaded before this tile's records (masked past the end)
-        slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, BLOCK_N, PERTURB, rows_l)
+        if slot0 is None:
+            slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, BLOCK_N, PERTURB, rows_l)
+        else:
+            slot = slot0
+            ok = ok0
         for p0 in range(p_start, p_end, BLOCK_N):
             slot_n, ok_n = _tile_slots(IDX_ROW, p0 + BLOCK_N, p_end, first, BLOCK_N, PERTURB, rows_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
@@ -368,7 +373,7 @@ def mqa_swapab_gluon_kernel(
     COUNT, SINK, OUT, LSE, O32,
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
-    ASYNC: gl.constexpr = False, PDL: gl.constexpr = False,
+    ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -427,6 +432,11 @@ def mqa_swapab_gluon_kernel(
         else:
             _issue_tile(COMP, comp_row, c0, c1, first_c, stride_comp, raw_codes_c, raw_scales, BLOCK_N, NVFP4,
                         PERTURB, cpc_l, scc_l)
+    if EARLY:  # both lists' first slot ids, loaded before the query so that the two loads' latencies overlap
+        gl.static_assert(PREFETCH and not ASYNC, "EARLY hands the first slot ids to the PREFETCH list loop")
+        slot_w, ok_w = _tile_slots(swa_row, n0, w1, n0, BLOCK_N, PERTURB, gl.SliceLayout(1, gl.SliceLayout(2, L3w)))
+        slot_c, ok_c = _tile_slots(comp_row, c0, c1, first_c, BLOCK_N, PERTURB,
+                                   gl.SliceLayout(1, gl.SliceLayout(2, L3c)))
     # the query of token t as Q [H, 512] bf16 in shared memory (the score product reads it transposed), its last
     # 64 dims rotated in fp32 at pos (pairs (2i, 2i+1), cos_sin row = 32 cos then 32 sin); 8 dims per thread, stored
     # in 16-byte vectors, in column blocks 0-255, 256-383, 384-447, 448-511 so that few values are live at once
@@ -461,6 +471,11 @@ def mqa_swapab_gluon_kernel(
         m_i, l_i, acc = _list_loop_async(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem,
                                          raw_codes_c, raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4, PERTURB,
                                          L3c, L4, cpc_l, scc_l, s_l, o_l, not window_first)
+    elif EARLY:
+        m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w)
+        m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c)
     else:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l)
