@@ -82,7 +82,8 @@ def test_warmup_compiles_the_key_a_step_launches(device):
 def _kernel(key):
     """The kernel of a launch key, without its variant suffixes (nvfp4 from bits, PDL, the Gluon kernel's fused
     merge, which the rule picks where a token has at most two splits)."""
-    return key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "")
+    return (key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "").replace("_async", "")
+            .replace("_early", ""))
 
 
 def test_warmup_follows_the_per_format_dispatch(device):
@@ -289,7 +290,9 @@ def test_gluon_dispatch_rule_and_plan():
     with pytest.raises(ValueError, match="gluon_early"):
         swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True, gluon_early=True)
     early = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=True)
-    assert early.gluon_early and not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).gluon_early
+    assert early.gluon_early and swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).gluon_early  # the rule: on
+    assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).gluon_early  # but with async
+    assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=False).gluon_early
     from attnkit.mqa_decode.interface import _key
     assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early"  # the warm-up compiles what a step launches
 

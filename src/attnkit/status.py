@@ -21,8 +21,8 @@ KERNEL_PATHS = {
          "16 / 32, and for every H where the Gluon kernel cannot run)", "implemented"),
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
-         "dependents, the merge fused into each token's last program where a token has two splits; gated on the "
-         "H200 at d72dcca, d3eb8f4 and f206dd4; the dispatched path for 16 / 32 heads on the H200: "
+         "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
+         "loaded before the query; gated on the H200 at d72dcca, d3eb8f4, f206dd4 and a9a4b6f; the dispatched path for 16 / 32 heads on the H200: "
          "1.72-2.46x faster than head-padded for 1-16 tokens at a747f88 (fp8 2.12-2.46 / 1.86-2.27 at 16 / 32 heads, "
          "nvfp4 1.92-2.13 / 1.72-1.98), 16-token step 17.5 us: the 2.2x / 1.8x and 10 us targets are met only in part; 64 tokens 2.76-3.80x at f206dd4)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "

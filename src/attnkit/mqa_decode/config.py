@@ -39,11 +39,11 @@ class HeadpadPlan:
 # predicts 15-30 % less time than the e3c66a8 rule (two programs per SM assumed) from 8 tokens up and the same
 # below. Timed at 69dcc17 (benchmarks/results/mqa_decode-h200-2026-11-30-69dcc17.json): head-padded 16 heads x
 # 16 tokens 53.7 -> 39.5 us (fp8), 47.3 -> 34.4 (nvfp4), 1-4 tokens within a few us of e3c66a8.
-# The Gluon kernel at 1-4 tokens (`benchmarks/sweeps/h200-5a8c79f/sweep-mqa-gluon-splits-small.json`, 5 rounds, whole
-# steps, medians in us, rule (10 splits of one 64-slot tile) / 5 splits / 2 splits / 5 fused / 2 fused): 16 heads fp8
-# 1 token 9.0 / 12.1 / 25.3 / 15.9 / 25.3, 4 tokens 10.7 / 14.2 / 29.6 / 18.4 / 28.5; 32 heads nvfp4 4 tokens 12.7 /
-# 16.4 / 32.7 / 22.1 / 31.8 (all twelve cases alike): each tile a program walks adds 3-4 us, more than the partials it
-# saves the merge; the rule stays.
+# The Gluon kernel at 1-4 tokens (`benchmarks/sweeps/h200-5a8c79f/sweep-mqa-gluon-splits-small.json`, 5 rounds,
+# attention with its merge, medians in us, rule (10 splits of one 64-slot tile) / 5 splits / 2 splits / 5 fused /
+# 2 fused): 16 heads fp8 1 token 9.0 / 12.1 / 25.3 / 15.9 / 25.3, 4 tokens 10.7 / 14.2 / 29.6 / 18.4 / 28.5; 32 heads
+# nvfp4 4 tokens 12.7 / 16.4 / 32.7 / 22.1 / 31.8 (all twelve cases alike): each tile a program walks adds 3-4 us, more
+# than the partials it saves the merge; the rule stays.
 RESIDENT_PROGRAMS_PER_SM = 1
 PROLOGUE_TILES = 1
 
@@ -172,10 +172,16 @@ GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", False,
 # A program's first global loads: the query (its prologue) and then, in the list loop, the first tile's slot ids, whose
 # records can only be loaded after them: two dependent round trips before the first record load. With gluon_early
 # the first tiles' slot ids (both lists') are loaded before the query, so the two loads' latencies overlap (in the
-# sm_90 SASS the slot ids' loads issue among the query's; compile_check). The same bits.
-GLUON_EARLY = Switch("gluon_early", "ATTNKIT_MQA_GLUON_EARLY", False,
+# sm_90 SASS the slot ids' loads issue among the query's; compile_check). The same bits. Timed at a9a4b6f
+# (`benchmarks/sweeps/h200-a9a4b6f/sweep-mqa-gluon-early.json`, 5 rounds, attention with its merge, paired early /
+# rule): faster on 18 of the 20 step cases of 16 / 32 heads x 1-16 tokens x fp8 / nvfp4, by 0.3-2.8 % (32 heads x 4
+# tokens fp8 13.2 -> 12.9 us, 16 heads x 8 tokens nvfp4 12.4 -> 12.0), even at 16 heads x 2 tokens fp8 (1.000), 1.2 %
+# slower at 16 heads x 1 token fp8 (9.1 us both as medians). So on by rule, but with gluon_async (which copies the
+# first tile itself).
+GLUON_EARLY = Switch("gluon_early", "ATTNKIT_MQA_GLUON_EARLY", None,
                      "Gluon swap-AB kernel: load the first tiles' slot ids before the query (their latencies overlap) "
-                     "instead of after its prologue; needs gluon_prefetch, not gluon_async")
+                     "instead of after its prologue; needs gluon_prefetch, not gluon_async; default: the rule, on "
+                     "without gluon_async (0.3-2.8 % faster on 18 of 20 step cases, mqa-gluon-early sweep)")
 # The same values (exact either way; checked for every code and scale by emulation), fewer instructions
 # (compile_check --census, the nvfp4 list loop at 16 heads, 8 warps: see docs/mqa_decode.md), and faster on all
 # 14 nvfp4 step cases (16 / 32 heads, 1 to 64 tokens), by 1 to 4 % (h32 t64: 40.1 -> 38.5 us; h16 t1: 10.2 ->
@@ -205,6 +211,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[(warps, use_async)])
         fused = GLUON_FUSED.resolve(fused_merge)
         early = GLUON_EARLY.resolve(gluon_early)
+        if early is None:  # the rule (see GLUON_EARLY)
+            early = not use_async
         if early and use_async:
             raise ValueError("gluon_early: hands the first slot ids to the list loop without cp.async; it cannot be "
                              "combined with gluon_async")
