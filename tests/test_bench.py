@@ -285,3 +285,26 @@ def test_gather_floor_reads_every_candidate_row(T, layout, device):
     vc2[0, j, 5] ^= 1
     got2 = gather_floor(dev(kc), dev(vc2), dev(idx), sms)().cpu()
     assert not torch.equal(got2, got) and torch.equal(got2, expect(kc, vc2))
+
+
+def test_every_sweep_grid_has_run():
+    """benchmarks/sweeps/README.md says every grid of attnkit/bench/sweeps.py has run at least once: each has an
+    artifact `sweep-<name>.json` under benchmarks/sweeps/, or its cases and settings are a subset of a grid that has
+    one (and ran them in that run)."""
+    import json
+    import pathlib
+
+    from attnkit.bench.sweeps import SWEEPS
+    root = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "sweeps"
+    ran = {}
+    for p in root.rglob("sweep-*.json"):
+        rows = json.loads(p.read_text()).get("rows", [])
+        ran.setdefault(p.stem[len("sweep-"):], set()).update((r["case"], r["provider"]) for r in rows)
+    missing = []
+    for name, sw in SWEEPS.items():
+        want = {(c, f"attnkit[{label}]") for c in sw.cases for label, _ in sw.settings}
+        if name in ran:
+            continue
+        if not any(want <= got for got in ran.values()):
+            missing.append(name)
+    assert not missing, f"sweep grids never run (no artifact holds their cases and settings): {missing}"

@@ -527,10 +527,6 @@ SWEEPS["relbias-gluon-ws-2"] = Sweep(
      ("ws-bn64-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, gluon_k_release=False)),
      ("ws-bn128-pp", dict(gluon=True, gluon_ws=True, gluon_pingpong=True, block_n=128, gluon_k_release=False))))
 
-SWEEPS["relbias-gluon-ws-2-nopp"] = Sweep(
-    "relbias", "relbias-gluon-ws-2 without the turn-taking settings", SWEEPS["relbias-gluon-ws-2"].cases,
-    SWEEPS["relbias-gluon-ws-2"].settings[:3])
-
 SWEEPS["relbias-gluon-ws-3"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent) against one "
     "program per work item, with and without turn-taking, and with its key slots released after the score products "
