@@ -475,3 +475,31 @@ def test_fp8_asm_and_f16_conversions_are_refused_together(device):
     inp = _inp("relbias-fp8-decode-b2", device, seed=4)
     with pytest.raises(ValueError, match="fp8_asm_cvt"):
         relbias_kernel_call(inp, fp8_f16_cvt=True, fp8_asm_cvt=True)
+
+
+def test_decode_plan_covers_every_key_and_token_and_the_one_wave_rule_keeps_its_promise():
+    """decode_plan over many decode / verify shapes (CUDA, 132 SMs): its splits cover every key tile and its token
+    blocks every token, each split holds keys; wherever the verify one-wave rule picks the 128-row tile over short
+    splits, its programs fit one wave (one per SM) and each split keeps at least VERIFY_LONG_SPLIT_TILES tiles; its
+    splits all hold keys."""
+    import itertools
+
+    from attnkit.relbias.config import VERIFY_LONG_SPLIT_TILES, decode_plan
+    sms, one_wave = 132, 0
+    for batch, hkv, group, q, k in itertools.product((1, 2, 4, 32), (1, 2, 8), (1, 4, 8, 16), (1, 4, 16, 32),
+                                                    (64, 1000, 4096, 8192, 65536)):
+        if group * hkv > 128:
+            continue
+        p = decode_plan(batch, hkv, group, 128, q, k, sms, "cuda", extent=8192, sm90=True)
+        tiles = -(-k // p.block_n)
+        # every key in some split (a split past the keys is allowed: the split target can ask for more splits than
+        # ceil(tiles / tiles per split); such a split writes an empty partial, which the merge skips)
+        assert p.num_splits * p.keys_per_split >= k and p.keys_per_split % p.block_n == 0, (batch, q, k, p)
+        assert p.token_blocks * (p.block_r // group) >= q
+        short = decode_plan(batch, hkv, group, 128, q, k, sms, "cuda", extent=8192, sm90=True, ctas_per_sm=4)
+        if p.block_r == 128 and short.block_r == 64:  # the one-wave rule took it
+            one_wave += 1
+            assert batch * hkv * p.token_blocks * p.num_splits <= sms, (batch, hkv, group, q, k, p)
+            assert -(-tiles // p.num_splits) >= VERIFY_LONG_SPLIT_TILES, (batch, hkv, group, q, k, p)
+            assert (p.num_splits - 1) * p.keys_per_split < k, (batch, hkv, group, q, k, p)
+    assert one_wave > 0  # the rule was exercised

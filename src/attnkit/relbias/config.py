@@ -650,7 +650,8 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         one_wave = sm_count // max(1, batch * hkv * token_blocks)
         if (tiles_per_split < VERIFY_LONG_SPLIT_TILES and VERIFY_ONE_WAVE and forced is None and ctas_per_sm is None
                 and one_wave >= 1 and -(-tiles // one_wave) >= VERIFY_LONG_SPLIT_TILES):
-            num_splits, tiles_per_split = one_wave, -(-tiles // one_wave)
+            tiles_per_split = -(-tiles // one_wave)
+            num_splits = -(-tiles // tiles_per_split)  # no split past the keys (one_wave need not divide tiles)
         if tiles_per_split >= VERIFY_LONG_SPLIT_TILES:
             w = 8
             if fast_interior is None:  # the interior loop (see DECODE_FAST_INTERIOR)
