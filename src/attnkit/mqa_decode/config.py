@@ -181,7 +181,8 @@ GLUON_ASYNC = Switch("gluon_async", "ATTNKIT_MQA_GLUON_ASYNC", False,
 GLUON_EARLY = Switch("gluon_early", "ATTNKIT_MQA_GLUON_EARLY", None,
                      "Gluon swap-AB kernel: load the first tiles' slot ids before the query (their latencies overlap) "
                      "instead of after its prologue; needs gluon_prefetch, not gluon_async; default: the rule, on "
-                     "without gluon_async (0.3-2.8 % faster on 18 of 20 step cases, mqa-gluon-early sweep)")
+                     "with gluon_prefetch and without gluon_async (0.3-2.8 % faster on 18 of 20 step cases, "
+                     "mqa-gluon-early sweep)")
 # The same values (exact either way; checked for every code and scale by emulation), fewer instructions
 # (compile_check --census, the nvfp4 list loop at 16 heads, 8 warps: see docs/mqa_decode.md), and faster on all
 # 14 nvfp4 step cases (16 / 32 heads, 1 to 64 tokens), by 1 to 4 % (h32 t64: 40.1 -> 38.5 us; h16 t1: 10.2 ->
@@ -198,7 +199,7 @@ GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
                 block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
-                gluon_early: bool | None = None) -> SwapabPlan:
+                gluon_early: bool | None = None, gluon_prefetch: bool = True) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -212,10 +213,13 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         fused = GLUON_FUSED.resolve(fused_merge)
         early = GLUON_EARLY.resolve(gluon_early)
         if early is None:  # the rule (see GLUON_EARLY)
-            early = not use_async
+            early = gluon_prefetch and not use_async
         if early and use_async:
             raise ValueError("gluon_early: hands the first slot ids to the list loop without cp.async; it cannot be "
                              "combined with gluon_async")
+        if early and not gluon_prefetch:
+            raise ValueError("gluon_early: hands the first slot ids to the prefetching list loop; it needs "
+                             "gluon_prefetch")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
                           gluon_async=use_async, gluon_early=bool(early))

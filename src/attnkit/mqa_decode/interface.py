@@ -149,14 +149,11 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_EARLY, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS,
-                         SWAPAB_PER_FORMAT, headpad_plan, swapab_plan, use_swapab)
+    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT,
+                         headpad_plan, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
-    early_opt = GLUON_EARLY.resolve(gluon_early)
-    if early_opt is None and not prefetch:  # the rule's early slot ids go to the prefetching list loop only
-        early_opt = False
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
@@ -187,9 +184,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
                            gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async,
-                           gluon_early=early_opt)
-        require(not (plan.gluon_early and not prefetch), "gluon_early",
-                "hands the first slot ids to the prefetching list loop; it needs gluon_prefetch")
+                           gluon_early=gluon_early, gluon_prefetch=prefetch)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
