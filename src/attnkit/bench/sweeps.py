@@ -665,6 +665,22 @@ SWEEPS["relbias-fp8-asm"] = Sweep(
      ("asm-w8-s4-c2", dict(fp8_asm_cvt=True, num_warps=8, num_stages=4, ctas_per_sm=2)),
      ("asm-w8-bn128-s4-c1", dict(fp8_asm_cvt=True, num_warps=8, block_n=128, num_stages=4, ctas_per_sm=1))))
 
+SWEEPS["relbias-gluon-decode"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel (swap-AB tiles, the codes converted once into shared memory) against the "
+    "Triton decode kernel: its code conversions (gluon_decode_cvt 0-3), ring depths (num_stages) and split targets "
+    "(ctas_per_sm); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("triton", dict(gluon_decode=False)),
+     ("gluon-cvt0", dict(gluon_decode=True, gluon_decode_cvt=0)),
+     ("gluon-cvt1", dict(gluon_decode=True, gluon_decode_cvt=1)),
+     ("gluon-cvt2", dict(gluon_decode=True, gluon_decode_cvt=2)),
+     ("gluon-cvt3", dict(gluon_decode=True, gluon_decode_cvt=3)),
+     ("gluon-cvt3-s2", dict(gluon_decode=True, gluon_decode_cvt=3, num_stages=2)),
+     ("gluon-cvt3-s4", dict(gluon_decode=True, gluon_decode_cvt=3, num_stages=4)),
+     ("gluon-cvt3-c1", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=1)),
+     ("gluon-cvt3-c3", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=3)),
+     ("gluon-cvt3-s2-c3", dict(gluon_decode=True, gluon_decode_cvt=3, num_stages=2, ctas_per_sm=3))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

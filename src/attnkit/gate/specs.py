@@ -188,7 +188,7 @@ register(Gate(
     family="relbias",
     groups=RELBIAS_GROUPS,
     applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode"),
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", gluon_decode=False),
     what="kernel: Triton split-K decode kernel (query heads of a KV head packed into one tile) + Triton "
          "merge, on every relbias shape with at most 32 query tokens per sequence",
     perturbations=_RELBIAS_PERTURBATIONS + (
@@ -202,7 +202,7 @@ register(Gate(
     family="relbias",
     groups=RELBIAS_GROUPS,
     applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode",
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", gluon_decode=False,
                                                           split_loops=_other_loops(inp, "decode")),
     what="kernel: the split-K decode kernel with the other loop structure (option split_loops: branch-free loops "
          "where the rule picks the per-tile branch, and the reverse) + the merge, on every relbias shape with at "
@@ -228,7 +228,7 @@ register(Gate(
     family="relbias",
     groups=RELBIAS_GROUPS,
     applies=lambda c: max(c["seqlens_q"]) <= _DECODE_MAX_Q,
-    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", decode_fast_interior=True),
+    subject=lambda inp, perturb=None: relbias_kernel_call(inp, perturb, force="decode", gluon_decode=False, decode_fast_interior=True),
     what="kernel: the split-K decode kernel with its interior key tiles in a loop of their own, unmasked "
          "(decode_fast_interior) + the merge, on every relbias shape with at most 32 query tokens per sequence",
     perturbations=_RELBIAS_PERTURBATIONS,
@@ -246,6 +246,42 @@ register(Gate(
     perturbations=_RELBIAS_PERTURBATIONS,
 ))
 
+
+
+def _gluon_decode_takes(c) -> bool:
+    """The cases the Gluon fp8 decode kernel takes: an fp8 cache at D 64 or 128, at most 32 query tokens."""
+    from ..relbias.config import GLUON_DECODE_MAX_ROWS, GLUON_HEAD_DIMS
+    return (c["kv"] == "fp8" and c["D"] in GLUON_HEAD_DIMS and max(c["seqlens_q"]) <= _DECODE_MAX_Q
+            and c["Hq"] // c["Hkv"] <= GLUON_DECODE_MAX_ROWS)
+
+
+for _name, _kw, _what in (
+        ("relbias/gluon_decode", {}, "kernel: the Gluon fp8 decode kernel for sm_90 (swap-AB tiles: 64 keys on the "
+         "MMA's M side, the packed rows on N; the codes copied a ring ahead by cp.async and converted once into "
+         "shared memory for both warpgroup MMAs; dispatched by default on sm_90: gluon_decode_rule) + the merge, on "
+         "every fp8 relbias shape at D 64 / 128 with at most 32 query tokens per sequence"),
+        ("relbias/gluon_decode_cvt0", dict(gluon_decode_cvt=0), "kernel: the Gluon fp8 decode kernel with the codes "
+         "converted by the direct cast (gluon_decode_cvt=0), on the same shapes"),
+        ("relbias/gluon_decode_cvt2", dict(gluon_decode_cvt=2), "kernel: the Gluon fp8 decode kernel with the codes "
+         "converted from their bits (gluon_decode_cvt=2), on the same shapes"),
+        ("relbias/gluon_decode_cvt3", dict(gluon_decode_cvt=3), "kernel: the Gluon fp8 decode kernel with its "
+         "products in fp16, the query scaled per row by a power of two (gluon_decode_cvt=3), on the same shapes"),
+        ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
+         "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
+    register(Gate(
+        name=_name,
+        family="relbias",
+        groups=RELBIAS_GROUPS,
+        applies=_gluon_decode_takes,
+        subject=lambda inp, perturb=None, _kw=_kw: relbias_kernel_call(inp, perturb, force="decode",
+                                                                       gluon_decode=True, **_kw),
+        what=_what,
+        needs="sm90",
+        perturbations=_RELBIAS_PERTURBATIONS + (
+            Perturbation("split-lost", "the last split left out of the merge", lambda c: max(c["seqlens_k"]) > 128),
+            Perturbation("token-block-dropped", "every token block computes the first block's tokens",
+                         lambda c: max(c["seqlens_q"]) * (c["Hq"] // c["Hkv"]) > 64),),
+    ))
 
 # -------------------------------------------------------------------------------------- sparse_int8
 

@@ -216,6 +216,14 @@ FP8_ASM_CVT = Switch("fp8_asm_cvt", "ATTNKIT_RELBIAS_FP8_ASM_CVT", False,
                      "before the tile moves to the MMA operand layout through shared memory (ldmatrix), instead of "
                      "after it (narrow shared loads); the same values; compiled kernels only (the interpreter runs "
                      "the direct cast); off: 374 against 259 us on the fp8 decode case (relbias-fp8-asm sweep)")
+GLUON_DECODE = Switch("gluon_decode", "ATTNKIT_RELBIAS_GLUON_DECODE", None,
+                      "decode kernel over an fp8 cache: the Gluon kernel for sm_90 (swap-AB tiles, 64 keys on the MMA's "
+                      "M side and the packed rows on N, the codes copied a ring ahead and converted once into shared "
+                      "memory) at D 64 or 128; default: the rule (gluon_decode_rule)")
+GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
+                             "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
+                             "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "
+                             "by a power of two; kernel_decode_gluon.py); default: GLUON_DECODE_CVT_RULE")
 GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", None,
                "forward kernel: the Gluon kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each "
                "tile's strip) over contiguous bf16 / fp16 k, v at D 64 or 128; default: the rule (gluon_fwd_rule)")
@@ -563,6 +571,24 @@ class DecodePlan:
     strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
     page_tiles: bool = False  # paged: one block-table entry per key tile (block_n <= the block size)
     fast_interior: bool = False  # interior key tiles in a loop of their own, unmasked (decode_fast_interior)
+    gluon: bool = False  # the Gluon fp8 decode kernel (kernel_decode_gluon.py): block_r rows on N, 64-key tiles
+    cvt: int = 0  # its code conversion (gluon_decode_cvt)
+
+
+# The Gluon fp8 decode kernel (kernel_decode_gluon.py): its ring depth (num_stages), split target and code conversion.
+# Provisional, not yet timed on a GPU.
+GLUON_DECODE_STAGES = 3
+GLUON_DECODE_CTAS_PER_SM = 2
+GLUON_DECODE_CVT_RULE = 1
+GLUON_DECODE_MAX_ROWS = 64  # packed rows on the MMA's N side; more take token blocks
+
+
+def gluon_decode_rule(runs: bool, fp8: bool, head_dim: int, group: int, triton_options: bool) -> bool:
+    """The decode path's kernel when the option ``gluon_decode`` is unset: the Gluon fp8 decode kernel where it runs
+    (an sm_90 GPU), over an fp8 cache at D 64 or 128 with at most GLUON_DECODE_MAX_ROWS query heads per KV head,
+    unless the caller set an option of the Triton decode kernel alone (decode_rows, split_loops, bias_strip,
+    page_tiles, decode_fast_interior, fp8_f16_cvt, fp8_asm_cvt, block_n or num_warps). Provisional: not yet timed."""
+    return runs and fp8 and head_dim in GLUON_HEAD_DIMS and group <= GLUON_DECODE_MAX_ROWS and not triton_options
 
 
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
@@ -599,7 +625,8 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 ctas_per_sm: int | None = None, paged: bool = False, fp8: bool = False, extent: int | None = None,
                 split_loops: bool | None = None, decode_rows: int | None = None,
                 bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None,
-                sm90: bool = False, fast_interior: bool | None = None) -> DecodePlan:
+                sm90: bool = False, fast_interior: bool | None = None, gluon: bool = False,
+                cvt: int | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
@@ -607,7 +634,12 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     tiles build their bias from per-head strips (``bias_strip``). ``page`` is a paged cache's block size;
     ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry. ``sm90``: the
     device is sm_90 (the paged settings timed there). ``fast_interior``: interior key tiles in a loop of their own,
-    unmasked (the rule: the verify tile of 128 rows at 8 warps, DECODE_FAST_INTERIOR)."""
+    unmasked (the rule: the verify tile of 128 rows at 8 warps, DECODE_FAST_INTERIOR). ``gluon``: the plan of the
+    Gluon fp8 decode kernel (64-key tiles, 8 to 64 packed rows, 4 warps, a ring of num_stages tiles, the split target
+    GLUON_DECODE_CTAS_PER_SM, the code conversion ``cvt``)."""
+    if gluon:
+        return _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, num_splits, block_n,
+                                  num_warps, num_stages, ctas_per_sm, cvt)
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
@@ -675,3 +707,31 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                       num_warps=w, num_stages=stages or (2 if paged else 3), split_loops=split,
                       strip=strip, strip_g=1 << (group - 1).bit_length() if bias_strip else 1, page_tiles=page_tiles,
                       fast_interior=bool(fast_interior))
+
+
+def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, num_splits, block_n, num_warps,
+                       num_stages, ctas_per_sm, cvt) -> DecodePlan:
+    """decode_plan for the Gluon fp8 decode kernel: rows a power of two from 8 (the MMA's smallest N) holding the
+    tokens x heads, capped at GLUON_DECODE_MAX_ROWS; splits as the Triton kernel's rule, at their own target."""
+    if block_n not in (None, 64):
+        raise ValueError(f"block_n: the Gluon decode kernel's key tile is 64, got {block_n}")
+    if num_warps not in (None, 4):
+        raise ValueError(f"num_warps: the Gluon decode kernel runs one warpgroup (4 warps), got {num_warps}")
+    if group > GLUON_DECODE_MAX_ROWS:
+        raise ValueError(f"gluon_decode: {group} query heads per KV head exceed the kernel's "
+                         f"{GLUON_DECODE_MAX_ROWS} rows")
+    stages = GLUON_DECODE_STAGES if num_stages is None else num_stages
+    if not 2 <= stages <= 6:
+        raise ValueError(f"num_stages: the Gluon decode kernel's ring holds 2 to 6 tiles, got {stages}")
+    rows = min(GLUON_DECODE_MAX_ROWS, max(8, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+    tpb = rows // group
+    blocks = -(-max(1, max_seqlen_q) // tpb)
+    tiles = max(1, -(-max_seqlen_k // 64))
+    target = ctas_per_sm or GLUON_DECODE_CTAS_PER_SM
+    ns = num_splits or max(1, min(-(-(target * sm_count) // max(1, batch * hkv * blocks)), tiles))
+    tps = -(-tiles // ns)
+    if not num_splits:
+        ns = -(-tiles // tps)  # no split past the keys (the target need not divide the tiles)
+    return DecodePlan(block_r=rows, block_n=64, num_splits=ns, token_blocks=blocks, keys_per_split=tps * 64,
+                      num_warps=4, num_stages=stages, gluon=True,
+                      cvt=GLUON_DECODE_CVT_RULE if cvt is None else cvt)

@@ -13,7 +13,7 @@ from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_ASM_CVT,
-                     FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_BIAS_EARLY,
+                     FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_DECODE, GLUON_DECODE_CVT, gluon_decode_rule, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
@@ -133,7 +133,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
-                      gluon_tree_reduce=None, fp8_f16_cvt=None, fp8_asm_cvt=None,
+                      gluon_tree_reduce=None, fp8_f16_cvt=None, fp8_asm_cvt=None, gluon_decode=None,
+                      gluon_decode_cvt=None,
                       _perturb=None, _force=None, _masked_strip=True, _ws_unused_turns=False):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -183,7 +184,11 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     direct cast, the same values; off: slower, the relbias-fp8-cvt sweep); ``fp8_asm_cvt``
     (``ATTNKIT_RELBIAS_FP8_ASM_CVT``: the decode kernel's fp8 k, v converted by inline assembly on the codes as
     loaded, before the move to the MMA operand layout; the same values; compiled kernels only, the interpreter runs
-    the direct cast; off: 1.44x slower, the relbias-fp8-asm sweep). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
+    the direct cast; off: 1.44x slower, the relbias-fp8-asm sweep). ``gluon_decode``
+    (``ATTNKIT_RELBIAS_GLUON_DECODE``: the decode path over an fp8 cache on the Gluon kernel for sm_90, swap-AB tiles
+    with the codes converted once into shared memory, at D 64 or 128; default: the rule ``config.gluon_decode_rule``;
+    its ring depth is ``num_stages``, its split target ``ctas_per_sm``) with ``gluon_decode_cvt`` (how it converts a
+    code, 0-3, ``kernel_decode_gluon.py``). ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles; ``_ws_unused_turns=True`` (a diagnostic for
     benchmarks/experiments/stress_under_load.py) runs the warp-specialized kernel without turns as it was before the
     fix of its turn barriers (made but not used), which returns wrong rows under concurrent GPU load.
@@ -208,6 +213,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gkearly = GLUON_K_EARLY.resolve(gluon_k_early)
     gtree = GLUON_TREE_REDUCE.resolve(gluon_tree_reduce)
     f16_cvt, asm_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt), FP8_ASM_CVT.resolve(fp8_asm_cvt)
+    gdec, gdec_cvt = GLUON_DECODE.resolve(gluon_decode), GLUON_DECODE_CVT.resolve(gluon_decode_cvt)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
@@ -250,13 +256,22 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                  and Hq // Hkv <= DECODE_MAX_ROWS)
     want_decode = use_decode(max_seqlen_q, Hq // Hkv) if _force is None else _force == "decode"
     if want_decode and decode_ok:
+        from .._runtime import gluon_runs
+        if gdec:
+            _gluon_decode_check(q, kk, vv, fp8, Hq // Hkv)
+        elif gdec is None:  # the rule (config.gluon_decode_rule)
+            triton_options = (rows_opt is not None or split is not None or strip is not None or page_tiles is not None
+                              or dec_fast is not None or f16_cvt or asm_cvt or tune["block_n"] is not None
+                              or tune["num_warps"] is not None)
+            gdec = (gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, triton_options)
+                    and _gluon_decode_layout_ok(kk))
         if max_seqlen_k is None:
             lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles,
-                     fast_interior=dec_fast), merge_block_d, split, use_pdl, fp8_kind)
+                     fast_interior=dec_fast, gluon=bool(gdec), cvt=gdec_cvt), merge_block_d, split, use_pdl, fp8_kind)
         return out, lse
     if use_gluon:
         if gws is None and (gpp or gpers or gkrel):  # options of the warp-specialized kernel alone
@@ -307,6 +322,29 @@ def _gluon_check(q, k, v, paged, fp8):
     for n, t in (("k", k), ("v", v)):
         require(_gluon_layout_ok(t, D), n, "the Gluon forward kernel needs [Hkv, D] rows packed, a 16-byte aligned "
                 "start and a token stride of a multiple of 16 bytes")
+
+
+def _gluon_decode_check(q, k, v, fp8, group):
+    """Where the Gluon fp8 decode kernel (kernel_decode_gluon.py) can run: an sm_90 GPU, an fp8 cache (contiguous or
+    paged) at D 64 or 128 whose key rows start on 16-byte boundaries, at most GLUON_DECODE_MAX_ROWS query heads per
+    KV head. Checked whenever the option is on."""
+    from .._runtime import gluon_runs
+    from .config import GLUON_DECODE_MAX_ROWS
+    D = q.shape[2]
+    require(gluon_runs(q.device), "gluon_decode", "the Gluon decode kernel runs on CUDA sm_90 GPUs only (not in the "
+            "interpreter)")
+    require(fp8, "gluon_decode", f"the Gluon decode kernel reads an fp8 cache, got {k.dtype}")
+    require(D in GLUON_HEAD_DIMS, "gluon_decode", f"the Gluon decode kernel takes D in {GLUON_HEAD_DIMS}, got {D}")
+    require(group <= GLUON_DECODE_MAX_ROWS, "gluon_decode",
+            f"{group} query heads per KV head exceed the Gluon decode kernel's {GLUON_DECODE_MAX_ROWS} rows")
+    for n, t in (("k", k), ("v", v)):
+        require(_gluon_decode_layout_ok(t), n, "the Gluon decode kernel needs a 16-byte aligned start and token, head "
+                "and block strides of multiples of 16 bytes")
+
+
+def _gluon_decode_layout_ok(t) -> bool:
+    """Whether the Gluon decode kernel's 16-byte copies can read the fp8 cache t (every key row 16-byte aligned)."""
+    return t.data_ptr() % 16 == 0 and all(st % 16 == 0 for st in t.stride()[:-1])
 
 
 def _gluon_layout_ok(t, D) -> bool:
@@ -381,6 +419,21 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     l = torch.empty_like(m)
     acc = torch.empty((plan.num_splits, R, D), dtype=torch.float32, device=q.device)
     dummy = cu_q
+    if plan.gluon:
+        from .kernel_decode_gluon import relbias_decode_gluon_kernel
+        relbias_decode_gluon_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
+            q, kk.view(torch.uint8), vv.view(torch.uint8), tab, m, l, acc,
+            cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,
+            k_scale, v_scale, scale, tab.shape[1], window or 0, plan.keys_per_split,
+            q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), kk.stride(0) if paged else 0,
+            block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
+            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, ROWS=plan.block_r, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
+            HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
+            STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, **pdl_launch(use_pdl),
+        )
+        splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,
+                                   _lose_split=perturb == "split-lost")
+        return
     relbias_decode_split_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
         q, kk, vv, tab, m, l, acc,
         cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,

@@ -127,6 +127,13 @@ _rb("relbias-headdim", "d256", [9], [33], Hq=2, Hkv=1, D=256, tiers=(FULL,))
 # fp8 KV
 _rb("relbias-fp8", "decode-b2", [1, 1], [70, 200], kv="fp8", E=64)
 _rb("relbias-fp8", "verify-window-clamp", [3, 1], [90, 150], kv="fp8", E=50, window=40, beyond="clamp")
+_rb("relbias-fp8", "decode-fp16-gqa16", [1, 1], [300, 129], Hq=16, Hkv=1, D=128, E=200, kv="fp8", dtype="fp16",
+    tiers=(FULL,))
+_rb("relbias-fp8", "verify-t32-g8-blocks-clamp", [32, 2], [700, 40], Hq=16, Hkv=2, D=128, E=100, kv="fp8",
+    beyond="clamp", tiers=(FULL,))
+_rb("relbias-fp8", "paged-bs16-w1", [1, 2, 1], [77, 300, 16], Hq=8, Hkv=1, E=64, window=1, kv="fp8", block_size=16,
+    tiers=(FULL,))
+_rb("relbias-fp8", "decode-k4096-e1", [1, 1], [4096, 2050], Hq=8, Hkv=2, D=128, E=1, kv="fp8", tiers=(FULL,))
 _rb("relbias-fp8", "paged-verify", [8, 1], [1023, 257], kv="fp8", block_size=64, Hq=16, Hkv=2, D=128, E=8192,
     tiers=(FULL,))
 # deep decode: 64K keys, only the newest inside the extent

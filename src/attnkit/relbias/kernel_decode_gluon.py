@@ -1,0 +1,270 @@
+"""relbias split-K decode kernel for Hopper (sm_90) in Gluon, over an fp8 (e4m3) KV cache: swap-AB tiles, the key
+and value codes copied a ring ahead and converted once into shared memory for both warpgroup MMAs.
+
+Computes   the same partials as kernel_decode.relbias_decode_split_kernel (its interpreter twin: same arguments up to
+           the tile constexprs, same partial layout, the same bias, masks and perturbations): per (split, sequence,
+           KV head x token block), S^T [keys, rows] = K . Q^T over the split's 64-key tiles, the online softmax down
+           the columns, O^T [D, rows] += V^T . P^T, un-normalized (m in natural-log units, l, acc times the value
+           scale). attnkit.splitk merges the splits in split order.
+Why        the Triton decode kernel runs the fp8 cache no faster than bf16 (docs/relbias.md): its 16-row MMA tile
+           reads each fp8 key tile into the MMA operand layout by narrow shared loads and converts it per code after
+           them, with 4 warps per scheduler and little to hide the chain's latency. Here the packed rows (the query
+           heads of one KV head times the block's tokens: 8 for the model's 8 heads per KV head and 1 token) sit on
+           the MMA's N side, 64 keys on M; the raw codes arrive by cp.async STAGES - 1 tiles ahead (rows past the
+           split zero-filled), each code is converted once (16 per thread per load) into a 16-bit tile in shared
+           memory, and both products read it there (the value product through a transposed view).
+Rows       ROWS (8 to 64, a power of two) packed rows: row r is token tb * (ROWS // GROUP) + r // GROUP of the
+           sequence's step, query head g * GROUP + r % GROUP (as the twin's BLOCK_R rows).
+CVT        how a code becomes an MMA operand (q bf16; an fp16 q always computes in fp16): 0, the direct cast to bf16;
+           1, through fp16 and fp32 (one packed e4m3x2 conversion per two codes); 2, from its bits (a byte permute,
+           a shift, two masks and one bf16x2 product by 2^120 per two codes; e4m3's NaN codes decode as +-480);
+           3, the products in fp16: the codes by one packed conversion per two, the query scaled per row by a power
+           of two that puts its largest magnitude in [2^14, 2^15) (exact: bf16 values within 2^-29 of the row's
+           largest keep every bit; smaller ones round to fp16's subnormal step, relative to the row's largest
+           below 2^-38) and P in fp16 (more bits than bf16).
+Contract   as kernel_decode (K, V viewed as uint8; a contiguous varlen cache, or a paged one through BLOCK_TABLE with
+           one table load per key); HEAD_DIM 64 or 128; the split's keys a multiple of 64 (decode_plan's block_n).
+Numerics   scores and softmax in fp32 in the base-2 domain, P rounded to the operand dtype, fp32 accumulation; the
+           key scale folded into the score scale, the value scale applied to acc: as the twin.
+Runs       CUDA sm_90 only (Gluon has no interpreter): the tests run the twin in the interpreter and this kernel on
+           the GPU (gate "relbias/gluon_decode", tests/test_relbias_gluon.py).
+PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window off by one, 4 GQA group mixed up,
+           5 every token block computes the first block's tokens.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
+
+from .._triton.pdl import pdl_entry
+
+LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
+LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
+BLOCK_N: gl.constexpr = gl.constexpr(64)  # keys per tile: one warpgroup MMA's M
+
+# four e4m3 codes ($2, one per byte) -> four bf16 ($0, $1): each code placed in the high byte of a 16-bit half, its
+# exponent and mantissa shifted onto the bf16 exponent's four low bits and the mantissa's three high ones (the bf16
+# equal to the code's value times 2^-120, e4m3 subnormals as bf16 subnormals), its sign kept at bit 15, then one
+# bf16x2 product by 2^120 (exact)
+E4M3_BF16_ASM: gl.constexpr = gl.constexpr("""{
+    .reg .b32 a, b, t, u, c;
+    mov.b32 c, 0x7B807B80;
+    prmt.b32 a, $2, 0, 0x1404;
+    prmt.b32 b, $2, 0, 0x3424;
+    shr.u32 t, a, 4;
+    and.b32 t, t, 0x07F007F0;
+    and.b32 a, a, 0x80008000;
+    or.b32 a, a, t;
+    mul.rn.bf16x2 $0, a, c;
+    shr.u32 u, b, 4;
+    and.b32 u, u, 0x07F007F0;
+    and.b32 b, b, 0x80008000;
+    or.b32 b, b, u;
+    mul.rn.bf16x2 $1, b, c;
+    }""")
+
+
+@gluon.jit
+def _codes_to(x, DT: gl.constexpr, CVT: gl.constexpr):
+    """e4m3 codes x (uint8) -> their values in DT (bf16 or fp16), exactly (CVT: the module docstring)."""
+    if DT == gl.float16:
+        return x.to(gl.float8e4nv, bitcast=True).to(gl.float16)
+    elif CVT == 1:
+        return x.to(gl.float8e4nv, bitcast=True).to(gl.float16).to(gl.float32).to(gl.bfloat16)
+    elif CVT == 2:
+        return gl.inline_asm_elementwise(E4M3_BF16_ASM, "=r,=r,r", [x], dtype=gl.bfloat16, is_pure=True, pack=4)
+    else:
+        return x.to(gl.float8e4nv, bitcast=True).to(gl.bfloat16)
+
+
+@gluon.jit
+def _issue(K, V, raw_k, raw_v, slot, n0, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt,
+           stride_kh, PAGED: gl.constexpr, PAGE: gl.constexpr, HEAD_DIM: gl.constexpr, cp_l: gl.constexpr):
+    """Start copying the key and value codes of keys n0 .. n0 + 63 (those from s_hi on zero-filled) into ring slot
+    `slot`, and commit the group (also when every key is past s_hi: the group count stays one per tile)."""
+    j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, cp_l))
+    ok = j < s_hi
+    if PAGED:
+        page = gl.load(BLOCK_TABLE + b * stride_bt + j // PAGE, mask=ok, other=0)
+        off = page.to(gl.int64) * stride_kb + (j % PAGE).to(gl.int64) * stride_kt
+    else:
+        off = (k_start + j).to(gl.int64) * stride_kt
+    off = off + g_kv * stride_kh
+    dcol = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, cp_l))
+    ptr_off = off[:, None] + dcol[None, :]
+    msk = ok[:, None] & (dcol[None, :] >= 0)
+    async_copy.async_copy_global_to_shared(raw_k.index(slot), K + ptr_off, mask=msk)
+    async_copy.async_copy_global_to_shared(raw_v.index(slot), V + ptr_off, mask=msk)
+    async_copy.commit_group()
+
+
+@gluon.jit
+def relbias_decode_gluon_kernel(
+    Q, K, V, TABLE, M_OUT, L_OUT, ACC_OUT,
+    CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
+    sm_scale, E, window, keys_per_split,
+    stride_qt, stride_qh, stride_kt, stride_kh, stride_kb, stride_bt,
+    stride_ms, stride_as,
+    HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr,
+    PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
+    PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
+):
+    pdl_entry(PDL)
+    NW: gl.constexpr = gl.num_warps()
+    gl.static_assert(NW == 4, "one warpgroup")
+    gl.static_assert((HEAD_DIM == 64) or (HEAD_DIM == 128), "D 64 or 128")
+    gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    if Q.dtype.element_ty == gl.float16:
+        DT: gl.constexpr = gl.float16
+    elif CVT == 3:
+        DT: gl.constexpr = gl.float16
+    else:
+        DT: gl.constexpr = gl.bfloat16
+    TPB: gl.constexpr = ROWS // GROUP  # tokens per block
+    TPR: gl.constexpr = HEAD_DIM // 16  # threads per key row in the copies (16 codes each)
+    cp_l: gl.constexpr = gl.BlockedLayout([1, 16], [32 // TPR, TPR], [NW, 1], [1, 0])
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, ROWS, 16])
+    o_l: gl.constexpr = s_l  # O^T [D, ROWS]: the same instruction shape
+    tile_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)  # rows of 64 / 128 16-bit values
+    raw_sl: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # [slot,] key, code
+    q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
+    keys_l: gl.constexpr = gl.SliceLayout(1, s_l)
+    cols_l: gl.constexpr = gl.SliceLayout(0, s_l)
+
+    split = gl.program_id(0)
+    b = gl.program_id(1)
+    g = gl.program_id(2) % (HQ // GROUP)
+    tb = gl.program_id(2) // (HQ // GROUP)
+    if PERTURB == 4:
+        g_kv = (g + 1) % (HQ // GROUP)
+    else:
+        g_kv = g
+    q_start = gl.load(CU_Q + b)
+    seqlen_q = gl.load(CU_Q + b + 1) - q_start
+    if PAGED:
+        k_start = 0
+        seqlen_k = gl.load(SEQUSED_K + b)
+    else:
+        k_start = gl.load(CU_K + b)
+        seqlen_k = gl.load(CU_K + b + 1) - k_start
+    if PERTURB == 3:
+        win = window + 1
+    else:
+        win = window
+    # this split's key range, clipped to what the block's tokens can see (an empty block sees nothing)
+    pos0 = seqlen_k - seqlen_q + tb * TPB
+    hi = gl.where(tb * TPB < seqlen_q, seqlen_k - seqlen_q + gl.minimum(tb * TPB + TPB, seqlen_q), 0)
+    lo = 0
+    if HAS_WINDOW:
+        lo = gl.maximum(0, pos0 - win + 1)
+    s_lo = split * keys_per_split
+    s_hi = gl.minimum(s_lo + keys_per_split, hi)
+    s_lo = gl.maximum(s_lo, (lo // BLOCK_N) * BLOCK_N)
+    n_tiles = gl.maximum(s_hi - s_lo + BLOCK_N - 1, 0) // BLOCK_N
+
+    raw_k = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
+    raw_v = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
+    for i in gl.static_range(STAGES - 1):  # the ring's first tiles fly while the query is prepared
+        _issue(K, V, raw_k, raw_v, i, s_lo + i * BLOCK_N, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
+               stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
+
+    # the packed rows: the query [ROWS, D] into shared memory (the score product reads it transposed)
+    rq = gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_ld))
+    if PERTURB == 5:
+        tok_q = rq // GROUP
+    else:
+        tok_q = tb * TPB + rq // GROUP
+    ok_q = (rq // GROUP < TPB) & (tok_q < seqlen_q)
+    dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_ld))
+    q_ptrs = Q + ((q_start.to(gl.int64) + tok_q) * stride_qt + (g * GROUP + rq % GROUP) * stride_qh)[:, None] + dq[None, :]
+    q = gl.load(q_ptrs, mask=ok_q[:, None], other=0.0)
+    qk_scale = sm_scale * LOG2E * gl.load(K_SCALE + g_kv)
+    q_smem = gl.allocate_shared_memory(DT, [ROWS, HEAD_DIM], tile_sl)
+    if (DT == gl.float16) and (Q.dtype.element_ty == gl.bfloat16):
+        # fp16 products: each row scaled by the power of two 2^(14 - e), e its largest magnitude's exponent
+        qf = q.to(gl.float32)
+        amax = gl.max(gl.abs(qf), 1)
+        e = ((amax.to(gl.int32, bitcast=True) >> 23) & 0xFF) - 127
+        sexp = gl.minimum(14 - e, 100)
+        qs = gl.where(amax > 0, ((sexp + 127) << 23).to(gl.float32, bitcast=True), 1.0)
+        q_smem.store((qf * qs[:, None]).to(gl.float16))
+        col_scale = qk_scale / gl.convert_layout(qs, cols_l)
+    else:
+        q_smem.store(q)
+        col_scale = gl.full([ROWS], 1.0, gl.float32, layout=cols_l) * qk_scale
+    q_t = q_smem.permute((1, 0))  # Q^T [D, ROWS]
+
+    # the rows as the score tile's columns
+    r = gl.arange(0, ROWS, layout=cols_l)
+    if PERTURB == 5:
+        tok = r // GROUP
+    else:
+        tok = tb * TPB + r // GROUP
+    head = g * GROUP + r % GROUP
+    row_ok = (r // GROUP < TPB) & (tok < seqlen_q)
+    pos = seqlen_k - seqlen_q + tok
+    tab_row = TABLE + head.to(gl.int64) * E
+    if CLAMP:
+        tail = gl.load(tab_row + E - 1) * LOG2E
+    else:
+        tail = gl.zeros([ROWS], gl.float32, layout=cols_l)
+    shift = 0
+    if PERTURB == 2:
+        shift = BLOCK_N
+
+    k_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
+    v_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
+    p_smem = gl.allocate_shared_memory(DT, [ROWS, BLOCK_N], tile_sl)  # P (the value product reads it as P^T)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=cols_l)
+    l_i = gl.zeros([ROWS], gl.float32, layout=cols_l)
+    acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
+    for it in range(0, n_tiles):
+        n0 = s_lo + it * BLOCK_N
+        # the tile STAGES - 1 ahead into the slot that the previous tile freed
+        _issue(K, V, raw_k, raw_v, (it + STAGES - 1) % STAGES, n0 + (STAGES - 1) * BLOCK_N, s_hi, b, k_start, g_kv,
+               BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
+        async_copy.wait_group(STAGES - 1)  # this tile's codes have landed (this thread's copies)
+        gl.thread_barrier()  # everyone's
+        slot = it % STAGES
+        k_smem.store(_codes_to(raw_k.index(slot).load(cp_l), DT, CVT))
+        v_smem.store(_codes_to(raw_v.index(slot).load(cp_l), DT, CVT))
+        fence_async_shared()
+        gl.thread_barrier()  # the converted tiles visible to the MMAs, the raw slot free
+        s = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l))
+        j = n0 + gl.arange(0, BLOCK_N, layout=keys_l)
+        d = pos[None, :] - j[:, None]
+        vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
+        if HAS_WINDOW:
+            vis = vis & (d < win)
+        s = s * col_scale[None, :]
+        if PERTURB != 1:
+            dd = d + shift
+            bias = gl.load(tab_row[None, :] + gl.minimum(gl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
+            if CLAMP:
+                s = s + gl.where(dd < E, bias, tail[None, :])
+            else:
+                s = s + gl.where(dd < E, bias, 0.0)
+        s = gl.where(vis, s, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 0))
+        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+        p = gl.exp2(s - m_safe[None, :])
+        alpha = gl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + gl.sum(p, 0)
+        m_i = m_new
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
+        p_smem.store(gl.permute(p.to(DT), (1, 0)))
+        fence_async_shared()
+        gl.thread_barrier()
+        acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
+        gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
+    async_copy.wait_group(0)  # no copy outlives the program
+
+    acc = acc * gl.load(V_SCALE + g_kv)
+    r_idx = (q_start.to(gl.int64) + tok) * HQ + head
+    gl.store(M_OUT + split.to(gl.int64) * stride_ms + r_idx, m_i * LN2, mask=row_ok)
+    gl.store(L_OUT + split.to(gl.int64) * stride_ms + r_idx, l_i, mask=row_ok)
+    ro = gl.convert_layout(r_idx, gl.SliceLayout(0, o_l))
+    oko = gl.convert_layout(row_ok, gl.SliceLayout(0, o_l))
+    do = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, o_l))
+    gl.store(ACC_OUT + split.to(gl.int64) * stride_as + ro[None, :] * HEAD_DIM + do[:, None], acc,
+             mask=oko[None, :] & (do[:, None] >= 0))
