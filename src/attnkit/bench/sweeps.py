@@ -681,6 +681,19 @@ SWEEPS["relbias-gluon-decode"] = Sweep(
      ("gluon-cvt3-c3", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=3)),
      ("gluon-cvt3-s2-c3", dict(gluon_decode=True, gluon_decode_cvt=3, num_stages=2, ctas_per_sm=3))))
 
+SWEEPS["relbias-gluon-decode-2"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel with each tile's bias loaded before its codes are waited for and the "
+    "value codes converted while the score product runs: conversions, split targets, ring depths, and a diagnostic "
+    "without the bias (wrong results by design); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("triton", dict(gluon_decode=False)),
+     ("gluon-cvt1", dict(gluon_decode=True, gluon_decode_cvt=1)),
+     ("gluon-cvt3", dict(gluon_decode=True, gluon_decode_cvt=3)),
+     ("gluon-cvt1-c1", dict(gluon_decode=True, gluon_decode_cvt=1, ctas_per_sm=1)),
+     ("gluon-cvt3-c1", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=1)),
+     ("gluon-cvt3-c1-s4", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=1, num_stages=4)),
+     ("diag-cvt3-c1-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=1, _perturb="bias-dropped"))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -34,7 +34,8 @@ PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
+from triton.experimental.gluon.language.nvidia.hopper import (async_copy, fence_async_shared, warpgroup_mma,
+                                                              warpgroup_mma_wait)
 
 from .._triton.pdl import pdl_entry
 
@@ -223,27 +224,33 @@ def relbias_decode_gluon_kernel(
         # the tile STAGES - 1 ahead into the slot that the previous tile freed
         _issue(K, V, raw_k, raw_v, (it + STAGES - 1) % STAGES, n0 + (STAGES - 1) * BLOCK_N, s_hi, b, k_start, g_kv,
                BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
-        async_copy.wait_group(STAGES - 1)  # this tile's codes have landed (this thread's copies)
-        gl.thread_barrier()  # everyone's
-        slot = it % STAGES
-        k_smem.store(_codes_to(raw_k.index(slot).load(cp_l), DT, CVT))
-        v_smem.store(_codes_to(raw_v.index(slot).load(cp_l), DT, CVT))
-        fence_async_shared()
-        gl.thread_barrier()  # the converted tiles visible to the MMAs, the raw slot free
-        s = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l))
+        # the tile's masks and bias (from the table, L2-resident) first: their loads fly during the wait, the
+        # conversion and the score product
         j = n0 + gl.arange(0, BLOCK_N, layout=keys_l)
         d = pos[None, :] - j[:, None]
         vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
         if HAS_WINDOW:
             vis = vis & (d < win)
-        s = s * col_scale[None, :]
         if PERTURB != 1:
             dd = d + shift
             bias = gl.load(tab_row[None, :] + gl.minimum(gl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
             if CLAMP:
-                s = s + gl.where(dd < E, bias, tail[None, :])
+                bias = gl.where(dd < E, bias, tail[None, :])
             else:
-                s = s + gl.where(dd < E, bias, 0.0)
+                bias = gl.where(dd < E, bias, 0.0)
+        async_copy.wait_group(STAGES - 1)  # this tile's codes have landed (this thread's copies)
+        gl.thread_barrier()  # everyone's
+        slot = it % STAGES
+        k_smem.store(_codes_to(raw_k.index(slot).load(cp_l), DT, CVT))
+        fence_async_shared()
+        gl.thread_barrier()  # the converted key tile visible to the MMA
+        s_tok = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l), use_acc=False,
+                              is_async=True)
+        v_smem.store(_codes_to(raw_v.index(slot).load(cp_l), DT, CVT))  # while the score product runs
+        s = warpgroup_mma_wait(0, deps=[s_tok])
+        s = s * col_scale[None, :]
+        if PERTURB != 1:
+            s = s + bias
         s = gl.where(vis, s, float("-inf"))
         m_new = gl.maximum(m_i, gl.max(s, 0))
         m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
@@ -254,7 +261,7 @@ def relbias_decode_gluon_kernel(
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
         p_smem.store(gl.permute(p.to(DT), (1, 0)))
         fence_async_shared()
-        gl.thread_barrier()
+        gl.thread_barrier()  # P and the converted value tile visible to the MMA, the raw slot free
         acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
         gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
     async_copy.wait_group(0)  # no copy outlives the program
