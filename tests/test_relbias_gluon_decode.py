@@ -190,7 +190,8 @@ def test_the_bits_conversion_of_every_code():
 
 
 @pytest.mark.parametrize("opts", [dict(num_stages=2), dict(num_stages=5), dict(num_splits=1), dict(num_splits=7),
-                                  dict(num_splits=40), dict(ctas_per_sm=1, gluon_decode_cvt=3)],
+                                  dict(num_splits=40), dict(ctas_per_sm=1, gluon_decode_cvt=3),
+                                  dict(gluon_decode_tma=False), dict(gluon_decode_tma=False, num_stages=4)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_gluon_decode_options_match_the_oracle(opts):
     """Ring depths and forced split counts (40 splits over 4096 keys: many splits hold no key)."""
@@ -198,6 +199,24 @@ def test_gluon_decode_options_match_the_oracle(opts):
     inp = make_inputs(shapes.get("relbias-fp8-decode-k4096-e1"), "cuda", 0)
     out, lse = relbias_kernel_call(inp, force="decode", gluon_decode=True, **opts)
     _check(inp, out, lse)
+
+
+@pytest.mark.parametrize("tma", [True, False])
+def test_keys_past_the_sequence_are_never_read_into_the_result(tma):
+    """TMA copies whole 64-key tiles, also rows past a split's last key: cache rows past the sequence holding NaN
+    codes (0x7F) must not reach the output (their values are zeroed, their scores masked): the same bits as with
+    those rows zero, on both copy paths."""
+    _gluon_gpu()
+    inp = make_inputs(shapes.get("relbias-fp8-decode-k4096-e1"), "cuda", 0)
+    res = []
+    for fill in (0x00, 0x7F):
+        pad = lambda t: torch.cat([t.view(torch.uint8), torch.full((100,) + t.shape[1:], fill, dtype=torch.uint8,  # noqa: E731
+                                                                   device="cuda")]).view(torch.float8_e4m3fn)
+        res.append(relbias_kernel_call(dict(inp, k=pad(inp["k"]), v=pad(inp["v"])), force="decode", gluon_decode=True,
+                                       gluon_decode_tma=tma))
+    assert torch.equal(res[0][0], res[1][0]) and torch.equal(res[0][1], res[1][1])
+    assert torch.isfinite(res[1][0].float()).all()
+    _check(inp, *res[1])
 
 
 def test_gluon_decode_in_a_cuda_graph():

@@ -694,6 +694,26 @@ SWEEPS["relbias-gluon-decode-2"] = Sweep(
      ("gluon-cvt3-c1-s4", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=1, num_stages=4)),
      ("diag-cvt3-c1-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, ctas_per_sm=1, _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-decode-3"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel with its code tiles copied by TMA (gluon_decode_tma) against cp.async (a "
+    "proxy fence before each MMA waits for the thread's copies still in flight), the next tile's bias loaded during "
+    "the value product: conversions, split targets, ring depths, and a diagnostic without the bias (wrong results "
+    "by design); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("triton", dict(gluon_decode=False)),
+     ("gluon-cvt3-cpasync-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=False, ctas_per_sm=1)),
+     ("gluon-cvt3-tma", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True)),
+     ("gluon-cvt3-tma-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1)),
+     ("gluon-cvt1-tma-c1", dict(gluon_decode=True, gluon_decode_cvt=1, gluon_decode_tma=True, ctas_per_sm=1)),
+     ("gluon-cvt3-tma-c1-s2", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
+                                   num_stages=2)),
+     ("gluon-cvt3-tma-c1-s4", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
+                                   num_stages=4)),
+     ("gluon-cvt3-tma-s2-c3", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=3,
+                                   num_stages=2)),
+     ("diag-cvt3-tma-c1-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
+                                      _perturb="bias-dropped"))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -220,6 +220,10 @@ GLUON_DECODE = Switch("gluon_decode", "ATTNKIT_RELBIAS_GLUON_DECODE", None,
                       "decode kernel over an fp8 cache: the Gluon kernel for sm_90 (swap-AB tiles, 64 keys on the MMA's "
                       "M side and the packed rows on N, the codes copied a ring ahead and converted once into shared "
                       "memory) at D 64 or 128; default: the rule (gluon_decode_rule)")
+GLUON_DECODE_TMA = Switch("gluon_decode_tma", "ATTNKIT_RELBIAS_GLUON_DECODE_TMA", None,
+                          "Gluon fp8 decode kernel: the code tiles copied by TMA (mbarrier-tracked) instead of cp.async "
+                          "(a proxy fence before each MMA waits for a thread's cp.async copies still in flight); "
+                          "default: TMA over a contiguous cache with packed [Hkv, D] rows, cp.async otherwise")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "

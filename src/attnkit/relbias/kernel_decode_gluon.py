@@ -34,14 +34,19 @@ PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (async_copy, fence_async_shared, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import (async_copy, fence_async_shared, mbarrier, tma,
+                                                              warpgroup_mma, warpgroup_mma_wait)
 
 from .._triton.pdl import pdl_entry
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
 BLOCK_N: gl.constexpr = gl.constexpr(64)  # keys per tile: one warpgroup MMA's M
+
+
+def raw_layout(head_dim: int):
+    """The shared layout of a raw code tile [64, head_dim] (uint8), which the host's TMA descriptors carry."""
+    return gl.NVMMASharedLayout(head_dim, 8, rank=2)
 
 # four e4m3 codes ($2, one per byte) -> four bf16 ($0, $1): each code placed in the high byte of a 16-bit half, its
 # exponent and mantissa shifted onto the bf16 exponent's four low bits and the mantissa's three high ones (the bf16
@@ -100,6 +105,38 @@ def _issue(K, V, raw_k, raw_v, slot, n0, s_hi, b, k_start, g_kv, BLOCK_TABLE, st
 
 
 @gluon.jit
+def _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, slot, row, col, pred, HEAD_DIM: gl.constexpr):
+    """TMA: start copying the key and value codes of rows row .. row + 63 (columns col .. col + HEAD_DIM) into ring
+    slot `slot`, signalling its barrier with the bytes they bring (skipped when pred is false). Rows past the
+    tensor's end arrive as zeros; rows past the split (the next sequence's keys) arrive as they are."""
+    mbarrier.expect(bars.index(slot), 2 * BLOCK_N * HEAD_DIM, pred=pred)
+    tma.async_copy_global_to_shared(K_DESC, [row, col], bars.index(slot), raw_k.index(slot), pred=pred)
+    tma.async_copy_global_to_shared(V_DESC, [row, col], bars.index(slot), raw_v.index(slot), pred=pred)
+
+
+@gluon.jit
+def _tile_bias(tab_row, tail, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
+               PERTURB: gl.constexpr, s_l: gl.constexpr):
+    """Keys n0 .. n0 + 63: which (key, row) pairs are visible, and their bias in the base-2 domain (0 with PERTURB 1),
+    looked up in the table at the index clamped into it (visible pairs only; past the extent the tail or 0)."""
+    j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l))
+    d = pos[None, :] - j[:, None]
+    vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
+    if HAS_WINDOW:
+        vis = vis & (d < win)
+    if PERTURB == 1:
+        bias = gl.zeros([BLOCK_N, pos.shape[0]], gl.float32, layout=s_l)
+    else:
+        dd = d + shift
+        bias = gl.load(tab_row[None, :] + gl.minimum(gl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
+        if CLAMP:
+            bias = gl.where(dd < E, bias, tail[None, :])
+        else:
+            bias = gl.where(dd < E, bias, 0.0)
+    return vis, bias
+
+
+@gluon.jit
 def relbias_decode_gluon_kernel(
     Q, K, V, TABLE, M_OUT, L_OUT, ACC_OUT,
     CU_Q, CU_K, SEQUSED_K, BLOCK_TABLE, K_SCALE, V_SCALE,
@@ -109,12 +146,14 @@ def relbias_decode_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr,
     PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
     PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
+    TMA: gl.constexpr = False, K_DESC=None, V_DESC=None,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     gl.static_assert(NW == 4, "one warpgroup")
     gl.static_assert((HEAD_DIM == 64) or (HEAD_DIM == 128), "D 64 or 128")
     gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    gl.static_assert(not (TMA and PAGED), "TMA reads a contiguous cache")
     if Q.dtype.element_ty == gl.float16:
         DT: gl.constexpr = gl.float16
     elif CVT == 3:
@@ -127,9 +166,11 @@ def relbias_decode_gluon_kernel(
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, ROWS, 16])
     o_l: gl.constexpr = s_l  # O^T [D, ROWS]: the same instruction shape
     tile_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)  # rows of 64 / 128 16-bit values
-    raw_sl: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # [slot,] key, code
+    if TMA:
+        raw_sl: gl.constexpr = gl.NVMMASharedLayout(HEAD_DIM, 8, rank=2)  # as raw_layout(HEAD_DIM)
+    else:
+        raw_sl: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # [slot,] key, code
     q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
-    keys_l: gl.constexpr = gl.SliceLayout(1, s_l)
     cols_l: gl.constexpr = gl.SliceLayout(0, s_l)
 
     split = gl.program_id(0)
@@ -165,9 +206,18 @@ def relbias_decode_gluon_kernel(
 
     raw_k = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
     raw_v = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
+    if TMA:
+        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(bars.index(i), count=1)
+        col = g_kv * HEAD_DIM
     for i in gl.static_range(STAGES - 1):  # the ring's first tiles fly while the query is prepared
-        _issue(K, V, raw_k, raw_v, i, s_lo + i * BLOCK_N, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb,
-               stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
+        if TMA:
+            _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, i, k_start + s_lo + i * BLOCK_N, col, i < n_tiles,
+                       HEAD_DIM)
+        else:
+            _issue(K, V, raw_k, raw_v, i, s_lo + i * BLOCK_N, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt,
+                   stride_kb, stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
 
     # the packed rows: the query [ROWS, D] into shared memory (the score product reads it transposed)
     rq = gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_ld))
@@ -219,39 +269,33 @@ def relbias_decode_gluon_kernel(
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=cols_l)
     l_i = gl.zeros([ROWS], gl.float32, layout=cols_l)
     acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
+    vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l)
     for it in range(0, n_tiles):
         n0 = s_lo + it * BLOCK_N
-        # the tile STAGES - 1 ahead into the slot that the previous tile freed
-        _issue(K, V, raw_k, raw_v, (it + STAGES - 1) % STAGES, n0 + (STAGES - 1) * BLOCK_N, s_hi, b, k_start, g_kv,
-               BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
-        # the tile's masks and bias (from the table, L2-resident) first: their loads fly during the wait, the
-        # conversion and the score product
-        j = n0 + gl.arange(0, BLOCK_N, layout=keys_l)
-        d = pos[None, :] - j[:, None]
-        vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
-        if HAS_WINDOW:
-            vis = vis & (d < win)
-        if PERTURB != 1:
-            dd = d + shift
-            bias = gl.load(tab_row[None, :] + gl.minimum(gl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
-            if CLAMP:
-                bias = gl.where(dd < E, bias, tail[None, :])
-            else:
-                bias = gl.where(dd < E, bias, 0.0)
-        async_copy.wait_group(STAGES - 1)  # this tile's codes have landed (this thread's copies)
-        gl.thread_barrier()  # everyone's
         slot = it % STAGES
+        # the tile STAGES - 1 ahead into the slot that the previous tile freed
+        if TMA:
+            _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, (it + STAGES - 1) % STAGES,
+                       k_start + n0 + (STAGES - 1) * BLOCK_N, col, it + STAGES - 1 < n_tiles, HEAD_DIM)
+            mbarrier.wait(bars.index(slot), (it // STAGES) & 1)  # this tile's codes have landed
+        else:
+            _issue(K, V, raw_k, raw_v, (it + STAGES - 1) % STAGES, n0 + (STAGES - 1) * BLOCK_N, s_hi, b, k_start,
+                   g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
+            async_copy.wait_group(STAGES - 1)  # this tile's codes have landed (this thread's copies)
+            gl.thread_barrier()  # everyone's
         k_smem.store(_codes_to(raw_k.index(slot).load(cp_l), DT, CVT))
         fence_async_shared()
         gl.thread_barrier()  # the converted key tile visible to the MMA
         s_tok = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l), use_acc=False,
                               is_async=True)
-        v_smem.store(_codes_to(raw_v.index(slot).load(cp_l), DT, CVT))  # while the score product runs
+        v = _codes_to(raw_v.index(slot).load(cp_l), DT, CVT)  # while the score product runs
+        if TMA:
+            if n0 + BLOCK_N > s_hi:  # keys past the split (another sequence's, any bytes): zero values, not NaN x 0
+                jv = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, cp_l))
+                v = gl.where((jv < s_hi)[:, None], v, 0.0)
+        v_smem.store(v)
         s = warpgroup_mma_wait(0, deps=[s_tok])
-        s = s * col_scale[None, :]
-        if PERTURB != 1:
-            s = s + bias
-        s = gl.where(vis, s, float("-inf"))
+        s = gl.where(vis, s * col_scale[None, :] + bias, float("-inf"))
         m_new = gl.maximum(m_i, gl.max(s, 0))
         m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
         p = gl.exp2(s - m_safe[None, :])
@@ -262,9 +306,17 @@ def relbias_decode_gluon_kernel(
         p_smem.store(gl.permute(p.to(DT), (1, 0)))
         fence_async_shared()
         gl.thread_barrier()  # P and the converted value tile visible to the MMA, the raw slot free
+        # the next tile's masks and bias (table loads, L2-resident): in flight during the value product, the next
+        # tile's wait and its key conversion (a proxy fence waits for this thread's loads)
+        vis, bias = _tile_bias(tab_row, tail, pos, row_ok, n0 + BLOCK_N, s_hi, E, win, shift, HAS_WINDOW, CLAMP,
+                               PERTURB, s_l)
         acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
         gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
-    async_copy.wait_group(0)  # no copy outlives the program
+    if TMA:
+        for i in gl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(i))
+    else:
+        async_copy.wait_group(0)  # no copy outlives the program
 
     acc = acc * gl.load(V_SCALE + g_kv)
     r_idx = (q_start.to(gl.int64) + tok) * HQ + head

@@ -259,14 +259,21 @@ def _variants():
     from ..relbias.kernel_decode_gluon import relbias_decode_gluon_kernel
     rbd_ptr = dict(Q="*bf16", K="*u8", V="*u8", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32",
                    CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32", V_SCALE="*fp32")
-    for D, rows, cvt, paged, win, clamp, stages in ((128, 8, 1, False, False, False, 3), (128, 8, 0, False, False, False, 3),
-                                                    (128, 8, 2, False, False, False, 3), (128, 8, 3, False, False, False, 3),
-                                                    (128, 64, 1, False, True, True, 3), (64, 16, 1, True, True, False, 2),
-                                                    (128, 8, 1, False, False, False, 4)):
-        out.append((f"relbias_decode_gluon D{D} rows{rows} cvt{cvt} s{stages}" + (" paged" if paged else "")
-                    + (" window" if win else "") + (" clamp" if clamp else ""), relbias_decode_gluon_kernel, rbd_ptr,
+    from ..relbias.kernel_decode_gluon import raw_layout
+    for D, rows, cvt, paged, win, clamp, stages, tma in (
+            (128, 8, 1, False, False, False, 3, True), (128, 8, 0, False, False, False, 3, True),
+            (128, 8, 2, False, False, False, 3, True), (128, 8, 3, False, False, False, 3, True),
+            (128, 64, 1, False, True, True, 3, True), (64, 16, 1, True, True, False, 2, False),
+            (128, 8, 3, False, False, False, 4, True), (128, 8, 3, False, False, False, 3, False)):
+        ptrs = dict(rbd_ptr)
+        if tma:
+            ptrs.update(K_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>",
+                        V_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>")
+        out.append((f"relbias_decode_gluon D{D} rows{rows} cvt{cvt} s{stages}" + (" tma" if tma else "")
+                    + (" paged" if paged else "") + (" window" if win else "") + (" clamp" if clamp else ""),
+                    relbias_decode_gluon_kernel, ptrs,
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=paged, PAGE=64 if paged else 1, HAS_WINDOW=win,
-                         CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt), dict(num_warps=4)))
+                         CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma), dict(num_warps=4)))
     from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
     for nv in (False, True):
         for H in (16, 32):
