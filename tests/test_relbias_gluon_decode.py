@@ -143,11 +143,13 @@ def _check(inp, out, lse):
 
 @pytest.mark.parametrize("case_id", [c for c in _CASES if "model" not in c])
 @pytest.mark.parametrize("cvt", [0, 1, 2, 3])
-def test_gluon_decode_matches_the_oracle(case_id, cvt):
+@pytest.mark.parametrize("bias_async", [False, True])
+def test_gluon_decode_matches_the_oracle(case_id, cvt, bias_async):
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 0)
-    out, lse = relbias_kernel_call(inp, force="decode", gluon_decode=True, gluon_decode_cvt=cvt)
-    out2, lse2 = relbias_kernel_call(inp, force="decode", gluon_decode=True, gluon_decode_cvt=cvt)
+    kw = dict(gluon_decode=True, gluon_decode_cvt=cvt, gluon_decode_bias_async=bias_async)
+    out, lse = relbias_kernel_call(inp, force="decode", **kw)
+    out2, lse2 = relbias_kernel_call(inp, force="decode", **kw)
     assert torch.equal(out, out2) and torch.equal(lse, lse2)  # repeatable bit for bit
     _check(inp, out, lse)
 
@@ -191,7 +193,9 @@ def test_the_bits_conversion_of_every_code():
 
 @pytest.mark.parametrize("opts", [dict(num_stages=2), dict(num_stages=5), dict(num_splits=1), dict(num_splits=7),
                                   dict(num_splits=40), dict(ctas_per_sm=1, gluon_decode_cvt=3),
-                                  dict(gluon_decode_tma=False), dict(gluon_decode_tma=False, num_stages=4)],
+                                  dict(gluon_decode_tma=False), dict(gluon_decode_tma=False, num_stages=4),
+                                  dict(gluon_decode_bias_async=True),
+                                  dict(gluon_decode_bias_async=True, gluon_decode_tma=False, num_splits=7)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_gluon_decode_options_match_the_oracle(opts):
     """Ring depths and forced split counts (40 splits over 4096 keys: many splits hold no key)."""

@@ -714,6 +714,26 @@ SWEEPS["relbias-gluon-decode-3"] = Sweep(
      ("diag-cvt3-tma-c1-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
                                       _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-decode-4"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel with each tile's bias copied into shared memory by cp.async a ring ahead "
+    "(gluon_decode_bias_async) against table loads into registers, over TMA and cp.async code copies, ring depths "
+    "and split targets, and a diagnostic without the bias (wrong results by design); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("triton", dict(gluon_decode=False)),
+     ("gluon-tma-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1)),
+     ("gluon-tma-c1-basync", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
+                                  gluon_decode_bias_async=True)),
+     ("gluon-cpasync-c1-basync", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=False, ctas_per_sm=1,
+                                      gluon_decode_bias_async=True)),
+     ("gluon-tma-c1-s4-basync", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
+                                     num_stages=4, gluon_decode_bias_async=True)),
+     ("gluon-tma-c2-basync", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=2,
+                                  gluon_decode_bias_async=True)),
+     ("gluon-cvt1-tma-c1-basync", dict(gluon_decode=True, gluon_decode_cvt=1, gluon_decode_tma=True, ctas_per_sm=1,
+                                       gluon_decode_bias_async=True)),
+     ("diag-tma-c1-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
+                                 _perturb="bias-dropped"))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -266,6 +266,9 @@ for _name, _kw, _what in (
          "converted from their bits (gluon_decode_cvt=2), on the same shapes"),
         ("relbias/gluon_decode_cvt3", dict(gluon_decode_cvt=3), "kernel: the Gluon fp8 decode kernel with its "
          "products in fp16, the query scaled per row by a power of two (gluon_decode_cvt=3), on the same shapes"),
+        ("relbias/gluon_decode_bias_async", dict(gluon_decode_bias_async=True), "kernel: the Gluon fp8 decode "
+         "kernel with each tile's bias copied into shared memory by cp.async a ring ahead (gluon_decode_bias_async), "
+         "on the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

@@ -224,6 +224,10 @@ GLUON_DECODE_TMA = Switch("gluon_decode_tma", "ATTNKIT_RELBIAS_GLUON_DECODE_TMA"
                           "Gluon fp8 decode kernel: the code tiles copied by TMA (mbarrier-tracked) instead of cp.async "
                           "(a proxy fence before each MMA waits for a thread's cp.async copies still in flight); "
                           "default: TMA over a contiguous cache with packed [Hkv, D] rows, cp.async otherwise")
+GLUON_DECODE_BIAS_ASYNC = Switch("gluon_decode_bias_async", "ATTNKIT_RELBIAS_GLUON_DECODE_BIAS_ASYNC", False,
+                                 "Gluon fp8 decode kernel: each tile's bias copied into shared memory by cp.async "
+                                 "with its codes, a ring ahead, instead of table loads into registers (a proxy fence "
+                                 "before each MMA waits for a thread's loads in flight)")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "

@@ -115,6 +115,24 @@ def _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, slot, row, col, pred, HEAD_DI
 
 
 @gluon.jit
+def _bias_issue(bias_slot, tab_row, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr,
+                bl_l: gl.constexpr):
+    """BIAS_ASYNC: start copying the bias of keys n0 .. n0 + 63 into bias_slot [rows, 64] (fp32), one 4-byte cp.async
+    per visible (row, key) pair from the table at the index clamped into it, the others zero-filled (not committed:
+    the caller's group). In shared memory the values cannot hold up a proxy fence, as table loads in flight do."""
+    pr = gl.convert_layout(pos, gl.SliceLayout(1, bl_l))
+    ok = gl.convert_layout(row_ok, gl.SliceLayout(1, bl_l))
+    tr = gl.convert_layout(tab_row, gl.SliceLayout(1, bl_l))
+    j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, bl_l))
+    d = pr[:, None] - j[None, :]
+    vis = (d >= 0) & (j < s_hi)[None, :] & ok[:, None]
+    if HAS_WINDOW:
+        vis = vis & (d < win)
+    async_copy.async_copy_global_to_shared(bias_slot, tr[:, None] + gl.minimum(gl.maximum(d + shift, 0), E - 1),
+                                           mask=vis)
+
+
+@gluon.jit
 def _tile_bias(tab_row, tail, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
                PERTURB: gl.constexpr, s_l: gl.constexpr):
     """Keys n0 .. n0 + 63: which (key, row) pairs are visible, and their bias in the base-2 domain (0 with PERTURB 1),
@@ -146,7 +164,7 @@ def relbias_decode_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr,
     PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
     PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
-    TMA: gl.constexpr = False, K_DESC=None, V_DESC=None,
+    TMA: gl.constexpr = False, K_DESC=None, V_DESC=None, BIAS_ASYNC: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -172,6 +190,7 @@ def relbias_decode_gluon_kernel(
         raw_sl: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # [slot,] key, code
     q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
     cols_l: gl.constexpr = gl.SliceLayout(0, s_l)
+    bl_l: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [NW, 1], [1, 0])  # the bias copies [rows, 64]
 
     split = gl.program_id(0)
     b = gl.program_id(1)
@@ -204,14 +223,40 @@ def relbias_decode_gluon_kernel(
     s_lo = gl.maximum(s_lo, (lo // BLOCK_N) * BLOCK_N)
     n_tiles = gl.maximum(s_hi - s_lo + BLOCK_N - 1, 0) // BLOCK_N
 
+    # the rows as the score tile's columns
+    r = gl.arange(0, ROWS, layout=cols_l)
+    if PERTURB == 5:
+        tok = r // GROUP
+    else:
+        tok = tb * TPB + r // GROUP
+    head = g * GROUP + r % GROUP
+    row_ok = (r // GROUP < TPB) & (tok < seqlen_q)
+    pos = seqlen_k - seqlen_q + tok
+    tab_row = TABLE + head.to(gl.int64) * E
+    if CLAMP:
+        tail = gl.load(tab_row + E - 1) * LOG2E
+    else:
+        tail = gl.zeros([ROWS], gl.float32, layout=cols_l)
+    shift = 0
+    if PERTURB == 2:
+        shift = BLOCK_N
+
     raw_k = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
     raw_v = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
+    if BIAS_ASYNC:
+        bias_smem = gl.allocate_shared_memory(gl.float32, [STAGES, ROWS, BLOCK_N],
+                                              gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
     if TMA:
         bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
             mbarrier.init(bars.index(i), count=1)
         col = g_kv * HEAD_DIM
     for i in gl.static_range(STAGES - 1):  # the ring's first tiles fly while the query is prepared
+        if BIAS_ASYNC and PERTURB != 1:
+            _bias_issue(bias_smem.index(i), tab_row, pos, row_ok, s_lo + i * BLOCK_N, s_hi, E, win, shift,
+                        HAS_WINDOW, bl_l)
+            if TMA:
+                async_copy.commit_group()
         if TMA:
             _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, i, k_start + s_lo + i * BLOCK_N, col, i < n_tiles,
                        HEAD_DIM)
@@ -245,23 +290,6 @@ def relbias_decode_gluon_kernel(
         col_scale = gl.full([ROWS], 1.0, gl.float32, layout=cols_l) * qk_scale
     q_t = q_smem.permute((1, 0))  # Q^T [D, ROWS]
 
-    # the rows as the score tile's columns
-    r = gl.arange(0, ROWS, layout=cols_l)
-    if PERTURB == 5:
-        tok = r // GROUP
-    else:
-        tok = tb * TPB + r // GROUP
-    head = g * GROUP + r % GROUP
-    row_ok = (r // GROUP < TPB) & (tok < seqlen_q)
-    pos = seqlen_k - seqlen_q + tok
-    tab_row = TABLE + head.to(gl.int64) * E
-    if CLAMP:
-        tail = gl.load(tab_row + E - 1) * LOG2E
-    else:
-        tail = gl.zeros([ROWS], gl.float32, layout=cols_l)
-    shift = 0
-    if PERTURB == 2:
-        shift = BLOCK_N
 
     k_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
     v_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
@@ -269,11 +297,18 @@ def relbias_decode_gluon_kernel(
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=cols_l)
     l_i = gl.zeros([ROWS], gl.float32, layout=cols_l)
     acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
-    vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l)
+    if not BIAS_ASYNC:
+        vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l)
     for it in range(0, n_tiles):
         n0 = s_lo + it * BLOCK_N
         slot = it % STAGES
         # the tile STAGES - 1 ahead into the slot that the previous tile freed
+        if BIAS_ASYNC and PERTURB != 1:
+            _bias_issue(bias_smem.index((it + STAGES - 1) % STAGES), tab_row, pos, row_ok,
+                        n0 + (STAGES - 1) * BLOCK_N, s_hi, E, win, shift, HAS_WINDOW, bl_l)
+            if TMA:
+                async_copy.commit_group()
+                async_copy.wait_group(STAGES - 1)  # this tile's bias (the barrier below makes it everyone's)
         if TMA:
             _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, (it + STAGES - 1) % STAGES,
                        k_start + n0 + (STAGES - 1) * BLOCK_N, col, it + STAGES - 1 < n_tiles, HEAD_DIM)
@@ -295,6 +330,20 @@ def relbias_decode_gluon_kernel(
                 v = gl.where((jv < s_hi)[:, None], v, 0.0)
         v_smem.store(v)
         s = warpgroup_mma_wait(0, deps=[s_tok])
+        if BIAS_ASYNC:
+            j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l))
+            d = pos[None, :] - j[:, None]
+            vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
+            if HAS_WINDOW:
+                vis = vis & (d < win)
+            if PERTURB == 1:
+                bias = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)
+            else:
+                bias = bias_smem.index(slot).permute((1, 0)).load(s_l) * LOG2E
+                if CLAMP:
+                    bias = gl.where(d + shift < E, bias, tail[None, :])
+                else:
+                    bias = gl.where(d + shift < E, bias, 0.0)
         s = gl.where(vis, s * col_scale[None, :] + bias, float("-inf"))
         m_new = gl.maximum(m_i, gl.max(s, 0))
         m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
@@ -308,8 +357,9 @@ def relbias_decode_gluon_kernel(
         gl.thread_barrier()  # P and the converted value tile visible to the MMA, the raw slot free
         # the next tile's masks and bias (table loads, L2-resident): in flight during the value product, the next
         # tile's wait and its key conversion (a proxy fence waits for this thread's loads)
-        vis, bias = _tile_bias(tab_row, tail, pos, row_ok, n0 + BLOCK_N, s_hi, E, win, shift, HAS_WINDOW, CLAMP,
-                               PERTURB, s_l)
+        if not BIAS_ASYNC:
+            vis, bias = _tile_bias(tab_row, tail, pos, row_ok, n0 + BLOCK_N, s_hi, E, win, shift, HAS_WINDOW, CLAMP,
+                                   PERTURB, s_l)
         acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
         gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
     if TMA:

@@ -265,15 +265,19 @@ def _variants():
             (128, 8, 2, False, False, False, 3, True), (128, 8, 3, False, False, False, 3, True),
             (128, 64, 1, False, True, True, 3, True), (64, 16, 1, True, True, False, 2, False),
             (128, 8, 3, False, False, False, 4, True), (128, 8, 3, False, False, False, 3, False)):
+      for basync in ((False, True) if (D, rows, cvt, stages) in ((128, 8, 3, 3), (64, 16, 1, 2), (128, 64, 1, 3))
+                     else (False,)):
         ptrs = dict(rbd_ptr)
         if tma:
             ptrs.update(K_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>",
                         V_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>")
         out.append((f"relbias_decode_gluon D{D} rows{rows} cvt{cvt} s{stages}" + (" tma" if tma else "")
-                    + (" paged" if paged else "") + (" window" if win else "") + (" clamp" if clamp else ""),
+                    + (" paged" if paged else "") + (" window" if win else "") + (" clamp" if clamp else "")
+                    + (" bias_async" if basync else ""),
                     relbias_decode_gluon_kernel, ptrs,
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=paged, PAGE=64 if paged else 1, HAS_WINDOW=win,
-                         CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma), dict(num_warps=4)))
+                         CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma, BIAS_ASYNC=basync),
+                    dict(num_warps=4)))
     from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
     for nv in (False, True):
         for H in (16, 32):
