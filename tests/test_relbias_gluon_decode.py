@@ -143,11 +143,11 @@ def _check(inp, out, lse):
 
 @pytest.mark.parametrize("case_id", [c for c in _CASES if "model" not in c])
 @pytest.mark.parametrize("cvt", [0, 1, 2, 3])
-@pytest.mark.parametrize("bias_async", [False, True])
-def test_gluon_decode_matches_the_oracle(case_id, cvt, bias_async):
+@pytest.mark.parametrize("bias_async, kreg", [(False, False), (True, False), (True, True), (False, True)])
+def test_gluon_decode_matches_the_oracle(case_id, cvt, bias_async, kreg):
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 0)
-    kw = dict(gluon_decode=True, gluon_decode_cvt=cvt, gluon_decode_bias_async=bias_async)
+    kw = dict(gluon_decode=True, gluon_decode_cvt=cvt, gluon_decode_bias_async=bias_async, gluon_decode_kreg=kreg)
     out, lse = relbias_kernel_call(inp, force="decode", **kw)
     out2, lse2 = relbias_kernel_call(inp, force="decode", **kw)
     assert torch.equal(out, out2) and torch.equal(lse, lse2)  # repeatable bit for bit
@@ -159,9 +159,12 @@ def test_the_bf16_conversions_give_the_same_bits(case_id):
     """The direct cast, the fp16 route and the bits give the same bf16 operands, so the same results bit for bit."""
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 0)
-    res = [relbias_kernel_call(inp, force="decode", gluon_decode=True, gluon_decode_cvt=c) for c in (0, 1, 2)]
-    for o, l in res[1:]:
+    res = [relbias_kernel_call(inp, force="decode", gluon_decode=True, gluon_decode_cvt=c, gluon_decode_kreg=kreg)
+           for kreg in (False, True) for c in (0, 1, 2)]
+    for o, l in res[1:3]:
         assert torch.equal(o, res[0][0]) and torch.equal(l, res[0][1])
+    for o, l in res[4:]:
+        assert torch.equal(o, res[3][0]) and torch.equal(l, res[3][1])
 
 
 def test_the_bits_conversion_of_every_code():
@@ -195,7 +198,9 @@ def test_the_bits_conversion_of_every_code():
                                   dict(num_splits=40), dict(ctas_per_sm=1, gluon_decode_cvt=3),
                                   dict(gluon_decode_tma=False), dict(gluon_decode_tma=False, num_stages=4),
                                   dict(gluon_decode_bias_async=True),
-                                  dict(gluon_decode_bias_async=True, gluon_decode_tma=False, num_splits=7)],
+                                  dict(gluon_decode_bias_async=True, gluon_decode_tma=False, num_splits=7),
+                                  dict(gluon_decode_kreg=True, gluon_decode_tma=False, num_stages=2),
+                                  dict(gluon_decode_kreg=True, gluon_decode_cvt=2, num_splits=40)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_gluon_decode_options_match_the_oracle(opts):
     """Ring depths and forced split counts (40 splits over 4096 keys: many splits hold no key)."""

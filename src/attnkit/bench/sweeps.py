@@ -734,6 +734,40 @@ SWEEPS["relbias-gluon-decode-4"] = Sweep(
      ("diag-tma-c1-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_tma=True, ctas_per_sm=1,
                                  _perturb="bias-dropped"))))
 
+SWEEPS["relbias-fp8-warps"] = Sweep(
+    "relbias", "the Triton decode kernel over the fp8 cache with one or two warps per program (every reduction inside "
+    "a warp, many programs per SM) against the rule's four; bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("rule", dict(gluon_decode=False)),
+     ("w2-c6", dict(gluon_decode=False, num_warps=2, ctas_per_sm=6)),
+     ("w2-c8-s4", dict(gluon_decode=False, num_warps=2, ctas_per_sm=8, num_stages=4)),
+     ("w1-c12", dict(gluon_decode=False, num_warps=1, ctas_per_sm=12)),
+     ("w1-c16-s4", dict(gluon_decode=False, num_warps=1, ctas_per_sm=16, num_stages=4)),
+     ("w1-bn32-c16", dict(gluon_decode=False, num_warps=1, block_n=32, ctas_per_sm=16)),
+     ("w2-bn32-c8", dict(gluon_decode=False, num_warps=2, block_n=32, ctas_per_sm=8))))
+
+SWEEPS["relbias-gluon-decode-5"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel with the key codes converted in registers into the score product's operand "
+    "(gluon_decode_kreg: no key tile in shared memory, three programs fit an SM) and each thread's share of the row "
+    "sums kept to the end, against the same without kreg; split targets, ring depths, conversions, and a diagnostic "
+    "without the bias (wrong results by design); bf16 for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-model-decode-b32-8k"),
+    (("triton", dict(gluon_decode=False)),
+     ("basync-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, ctas_per_sm=1)),
+     ("kreg-basync-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True,
+                             gluon_decode_kreg=True, ctas_per_sm=1)),
+     ("kreg-basync-c2", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True,
+                             gluon_decode_kreg=True, ctas_per_sm=2)),
+     ("kreg-basync-c3", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True,
+                             gluon_decode_kreg=True, ctas_per_sm=3)),
+     ("kreg-basync-c3-s2", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True,
+                                gluon_decode_kreg=True, ctas_per_sm=3, num_stages=2)),
+     ("kreg-basync-cvt1-c3", dict(gluon_decode=True, gluon_decode_cvt=1, gluon_decode_bias_async=True,
+                                  gluon_decode_kreg=True, ctas_per_sm=3)),
+     ("kreg-c3", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_kreg=True, ctas_per_sm=3)),
+     ("diag-kreg-c3-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_kreg=True, ctas_per_sm=3,
+                                  _perturb="bias-dropped"))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

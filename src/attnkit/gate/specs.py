@@ -269,6 +269,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_decode_bias_async", dict(gluon_decode_bias_async=True), "kernel: the Gluon fp8 decode "
          "kernel with each tile's bias copied into shared memory by cp.async a ring ahead (gluon_decode_bias_async), "
          "on the same shapes"),
+        ("relbias/gluon_decode_kreg", dict(gluon_decode_kreg=True, gluon_decode_bias_async=True), "kernel: the "
+         "Gluon fp8 decode kernel with the key codes converted in registers into the score product's operand "
+         "(gluon_decode_kreg) and the bias copied a ring ahead (gluon_decode_bias_async), on the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

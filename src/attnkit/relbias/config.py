@@ -228,6 +228,11 @@ GLUON_DECODE_BIAS_ASYNC = Switch("gluon_decode_bias_async", "ATTNKIT_RELBIAS_GLU
                                  "Gluon fp8 decode kernel: each tile's bias copied into shared memory by cp.async "
                                  "with its codes, a ring ahead, instead of table loads into registers (a proxy fence "
                                  "before each MMA waits for a thread's loads in flight)")
+GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KREG", False,
+                           "Gluon fp8 decode kernel: the key codes loaded as an 8-bit MMA operand, converted in "
+                           "registers and renamed into the 16-bit operand layout (the query's dims permuted alike), "
+                           "so the score product reads keys from registers: no converted key tile in shared memory, "
+                           "its store, fence and barrier")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "
@@ -338,8 +343,9 @@ BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
                         "keys per tile of the kernel that runs (16, 32, 64 or 128); default: the rule")
-WARPS_OPT = IntOption("num_warps", "ATTNKIT_RELBIAS_WARPS", None, 4, 8,
-                      "warps per program of the kernel that runs (4 or 8); default: the rule")
+WARPS_OPT = IntOption("num_warps", "ATTNKIT_RELBIAS_WARPS", None, 1, 8,
+                      "warps per program of the kernel that runs (forward kernels 4 or 8; the Triton decode kernel "
+                      "1, 2, 4 or 8); default: the rule")
 STAGES_OPT = IntOption("num_stages", "ATTNKIT_RELBIAS_STAGES", None, 1, 8,
                        "software-pipeline stages of the kernel that runs (1 to 8); default: the rule")
 DECODE_ROWS_OPT = IntOption("decode_rows", "ATTNKIT_RELBIAS_DECODE_ROWS", None, 16, 128,
@@ -699,7 +705,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
         else:
             rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(VERIFY_SHORT_ROWS)
             stages = 2
-    w = _pow2("num_warps", w, (4, 8)) or (8 if head_dim >= 256 else 4)
+    w = _pow2("num_warps", w, (1, 2, 4, 8)) or (8 if head_dim >= 256 else 4)
     if page_tiles and not paged:
         raise ValueError("page_tiles: needs a paged cache")
     if page_tiles and bn > page:

@@ -105,6 +105,20 @@ def _issue(K, V, raw_k, raw_v, slot, n0, s_hi, b, k_start, g_kv, BLOCK_TABLE, st
 
 
 @gluon.jit
+def _key_operand(raw, DT: gl.constexpr, CVT: gl.constexpr, s_l: gl.constexpr):
+    """KREG: the key tile [64, D] as the score product's A operand in registers, straight from its raw codes: each
+    thread loads them as an 8-bit operand holds them (four consecutive codes per register: one 32-bit shared load),
+    converts them in place, and the tile is renamed, not moved, into the 16-bit operand layout: a k32 block's
+    positions 16h + 4c + 2e1 + e0 (thread column c) become 16h + 8e1 + 2c + e0. Q^T's dims follow the same order
+    (the caller), so every product q . k is unchanged."""
+    BN: gl.constexpr = raw.shape[0]
+    D: gl.constexpr = raw.shape[1]
+    x = _codes_to(raw.load(gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=4)), DT, CVT)
+    x = gl.reshape(gl.permute(gl.reshape(x, [BN, D // 32, 2, 4, 2, 2]), (0, 1, 2, 4, 3, 5)), [BN, D])
+    return gl.convert_layout(x, gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2), assert_trivial=True)
+
+
+@gluon.jit
 def _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, slot, row, col, pred, HEAD_DIM: gl.constexpr):
     """TMA: start copying the key and value codes of rows row .. row + 63 (columns col .. col + HEAD_DIM) into ring
     slot `slot`, signalling its barrier with the bytes they bring (skipped when pred is false). Rows past the
@@ -165,6 +179,7 @@ def relbias_decode_gluon_kernel(
     PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
     PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
     TMA: gl.constexpr = False, K_DESC=None, V_DESC=None, BIAS_ASYNC: gl.constexpr = False,
+    KREG: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -272,6 +287,9 @@ def relbias_decode_gluon_kernel(
         tok_q = tb * TPB + rq // GROUP
     ok_q = (rq // GROUP < TPB) & (tok_q < seqlen_q)
     dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_ld))
+    if KREG:  # Q^T's dims in the order the key codes reach the MMA (_key_operand): within each 16, bits
+        # (e0, c0, c1, e1) of the position are bits (e0, e1, c0, c1) of the dim
+        dq = (dq & ~15) | (((dq >> 1) & 3) << 2) | (((dq >> 3) & 1) << 1) | (dq & 1)
     q_ptrs = Q + ((q_start.to(gl.int64) + tok_q) * stride_qt + (g * GROUP + rq % GROUP) * stride_qh)[:, None] + dq[None, :]
     q = gl.load(q_ptrs, mask=ok_q[:, None], other=0.0)
     qk_scale = sm_scale * LOG2E * gl.load(K_SCALE + g_kv)
@@ -291,11 +309,12 @@ def relbias_decode_gluon_kernel(
     q_t = q_smem.permute((1, 0))  # Q^T [D, ROWS]
 
 
-    k_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
+    if not KREG:
+        k_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
     v_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
     p_smem = gl.allocate_shared_memory(DT, [ROWS, BLOCK_N], tile_sl)  # P (the value product reads it as P^T)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=cols_l)
-    l_i = gl.zeros([ROWS], gl.float32, layout=cols_l)
+    l_part = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)  # each thread's share of the row sums, reduced at the end
     acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
     if not BIAS_ASYNC:
         vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l)
@@ -318,11 +337,15 @@ def relbias_decode_gluon_kernel(
                    g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt, stride_kh, PAGED, PAGE, HEAD_DIM, cp_l)
             async_copy.wait_group(STAGES - 1)  # this tile's codes have landed (this thread's copies)
             gl.thread_barrier()  # everyone's
-        k_smem.store(_codes_to(raw_k.index(slot).load(cp_l), DT, CVT))
-        fence_async_shared()
-        gl.thread_barrier()  # the converted key tile visible to the MMA
-        s_tok = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l), use_acc=False,
-                              is_async=True)
+        if KREG:
+            s_tok = warpgroup_mma(_key_operand(raw_k.index(slot), DT, CVT, s_l), q_t,
+                                  gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l), use_acc=False, is_async=True)
+        else:
+            k_smem.store(_codes_to(raw_k.index(slot).load(cp_l), DT, CVT))
+            fence_async_shared()
+            gl.thread_barrier()  # the converted key tile visible to the MMA
+            s_tok = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l), use_acc=False,
+                                  is_async=True)
         v = _codes_to(raw_v.index(slot).load(cp_l), DT, CVT)  # while the score product runs
         if TMA:
             if n0 + BLOCK_N > s_hi:  # keys past the split (another sequence's, any bytes): zero values, not NaN x 0
@@ -349,7 +372,7 @@ def relbias_decode_gluon_kernel(
         m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
         p = gl.exp2(s - m_safe[None, :])
         alpha = gl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + gl.sum(p, 0)
+        l_part = l_part * alpha[None, :] + p
         m_i = m_new
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(0, o_l))[None, :]
         p_smem.store(gl.permute(p.to(DT), (1, 0)))
@@ -368,6 +391,7 @@ def relbias_decode_gluon_kernel(
     else:
         async_copy.wait_group(0)  # no copy outlives the program
 
+    l_i = gl.sum(l_part, 0)
     acc = acc * gl.load(V_SCALE + g_kv)
     r_idx = (q_start.to(gl.int64) + tok) * HQ + head
     gl.store(M_OUT + split.to(gl.int64) * stride_ms + r_idx, m_i * LN2, mask=row_ok)
