@@ -36,6 +36,7 @@ def test_gluon_decode_plan():
     assert _plan(8, 1, 8192, num_splits=3).num_splits == 3
     assert _plan(8, 1, 8192, ctas_per_sm=4).num_splits >= _plan(8, 1, 8192).num_splits
     assert _plan(8, 1, 8192, num_stages=5, cvt=3).num_stages == 5
+    assert _plan(8, 1, 8192, block_n=128).block_n == 128 and _plan(8, 1, 8192, block_n=128).keys_per_split % 128 == 0
     for kw, msg in ((dict(block_n=32), "block_n"), (dict(num_warps=8), "num_warps"), (dict(num_stages=1), "num_stages"),
                     (dict(num_stages=7), "num_stages")):
         with pytest.raises(ValueError, match=msg):
@@ -200,7 +201,10 @@ def test_the_bits_conversion_of_every_code():
                                   dict(gluon_decode_bias_async=True),
                                   dict(gluon_decode_bias_async=True, gluon_decode_tma=False, num_splits=7),
                                   dict(gluon_decode_kreg=True, gluon_decode_tma=False, num_stages=2),
-                                  dict(gluon_decode_kreg=True, gluon_decode_cvt=2, num_splits=40)],
+                                  dict(gluon_decode_kreg=True, gluon_decode_cvt=2, num_splits=40),
+                                  dict(block_n=128, num_stages=2, gluon_decode_kreg=True, gluon_decode_bias_async=True),
+                                  dict(block_n=128, num_stages=2, gluon_decode_tma=False, num_splits=5),
+                                  dict(block_n=128, num_stages=3, gluon_decode_cvt=1)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_gluon_decode_options_match_the_oracle(opts):
     """Ring depths and forced split counts (40 splits over 4096 keys: many splits hold no key)."""

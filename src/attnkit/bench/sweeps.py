@@ -768,6 +768,27 @@ SWEEPS["relbias-gluon-decode-5"] = Sweep(
      ("diag-kreg-c3-nobias", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_kreg=True, ctas_per_sm=3,
                                   _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-decode-6"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel with 128-key tiles (block_n=128: the per-tile fences, barriers and the "
+    "column maxima shared by twice the keys) against 64-key tiles, both with gluon_decode_kreg and "
+    "gluon_decode_bias_async, on the timed fp8 decode case and two small fp8 verify shapes; the Triton decode kernel "
+    "for the ratio",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-fp8-paged-verify", "relbias-fp8-verify-t32-g8-blocks-clamp"),
+    (("triton", dict(gluon_decode=False)),
+     ("bn64-s3-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True,
+                         ctas_per_sm=1)),
+     ("bn64-s3", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True)),
+     ("bn128-s2-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True,
+                          block_n=128, num_stages=2, ctas_per_sm=1)),
+     ("bn128-s2-c2", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True,
+                          block_n=128, num_stages=2, ctas_per_sm=2)),
+     ("bn128-s3-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True,
+                          block_n=128, num_stages=3, ctas_per_sm=1)),
+     ("bn128-s2-c1-cvt2", dict(gluon_decode=True, gluon_decode_cvt=2, gluon_decode_bias_async=True,
+                               gluon_decode_kreg=True, block_n=128, num_stages=2, ctas_per_sm=1)),
+     ("bn64-s4-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True,
+                         num_stages=4, ctas_per_sm=1))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

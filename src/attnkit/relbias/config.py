@@ -592,6 +592,7 @@ class DecodePlan:
 # The Gluon fp8 decode kernel (kernel_decode_gluon.py): its ring depth (num_stages), split target and code conversion.
 # Provisional, not yet timed on a GPU.
 GLUON_DECODE_STAGES = 3
+GLUON_DECODE_BLOCK_N = 64
 GLUON_DECODE_CTAS_PER_SM = 2
 GLUON_DECODE_CVT_RULE = 1
 GLUON_DECODE_MAX_ROWS = 64  # packed rows on the MMA's N side; more take token blocks
@@ -727,8 +728,9 @@ def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, 
                        num_stages, ctas_per_sm, cvt) -> DecodePlan:
     """decode_plan for the Gluon fp8 decode kernel: rows a power of two from 8 (the MMA's smallest N) holding the
     tokens x heads, capped at GLUON_DECODE_MAX_ROWS; splits as the Triton kernel's rule, at their own target."""
-    if block_n not in (None, 64):
-        raise ValueError(f"block_n: the Gluon decode kernel's key tile is 64, got {block_n}")
+    if block_n not in (None, 64, 128):
+        raise ValueError(f"block_n: the Gluon decode kernel's key tiles are 64 or 128 keys, got {block_n}")
+    bn = block_n or GLUON_DECODE_BLOCK_N
     if num_warps not in (None, 4):
         raise ValueError(f"num_warps: the Gluon decode kernel runs one warpgroup (4 warps), got {num_warps}")
     if group > GLUON_DECODE_MAX_ROWS:
@@ -740,12 +742,12 @@ def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, 
     rows = min(GLUON_DECODE_MAX_ROWS, max(8, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
     tpb = rows // group
     blocks = -(-max(1, max_seqlen_q) // tpb)
-    tiles = max(1, -(-max_seqlen_k // 64))
+    tiles = max(1, -(-max_seqlen_k // bn))
     target = ctas_per_sm or GLUON_DECODE_CTAS_PER_SM
     ns = num_splits or max(1, min(-(-(target * sm_count) // max(1, batch * hkv * blocks)), tiles))
     tps = -(-tiles // ns)
     if not num_splits:
         ns = -(-tiles // tps)  # no split past the keys (the target need not divide the tiles)
-    return DecodePlan(block_r=rows, block_n=64, num_splits=ns, token_blocks=blocks, keys_per_split=tps * 64,
+    return DecodePlan(block_r=rows, block_n=bn, num_splits=ns, token_blocks=blocks, keys_per_split=tps * bn,
                       num_warps=4, num_stages=stages, gluon=True,
                       cvt=GLUON_DECODE_CVT_RULE if cvt is None else cvt)

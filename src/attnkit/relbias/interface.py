@@ -439,7 +439,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         descs = {}
         if use_tma:
             from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-            descs = dict(TMA=True, **{n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [64, D],
+            descs = dict(TMA=True, **{n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [plan.block_n, D],
                                                           raw_layout(D)) for n, t in (("K_DESC", k8), ("V_DESC", v8))})
         relbias_decode_gluon_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
             q, k8, v8, tab, m, l, acc,
@@ -449,7 +449,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
             block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
             HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, ROWS=plan.block_r, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
             HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
-            STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, BIAS_ASYNC=gluon_bias_async, KREG=gluon_kreg,
+            STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, BIAS_ASYNC=gluon_bias_async, KREG=gluon_kreg, BLOCK_N=plan.block_n,
             **descs, **pdl_launch(use_pdl),
         )
         splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,

@@ -41,11 +41,10 @@ from .._triton.pdl import pdl_entry
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 LN2: gl.constexpr = gl.constexpr(0.6931471805599453)
-BLOCK_N: gl.constexpr = gl.constexpr(64)  # keys per tile: one warpgroup MMA's M
 
 
 def raw_layout(head_dim: int):
-    """The shared layout of a raw code tile [64, head_dim] (uint8), which the host's TMA descriptors carry."""
+    """The shared layout of a raw code tile [BLOCK_N, head_dim] (uint8), which the host's TMA descriptors carry."""
     return gl.NVMMASharedLayout(head_dim, 8, rank=2)
 
 # four e4m3 codes ($2, one per byte) -> four bf16 ($0, $1): each code placed in the high byte of a 16-bit half, its
@@ -88,6 +87,7 @@ def _issue(K, V, raw_k, raw_v, slot, n0, s_hi, b, k_start, g_kv, BLOCK_TABLE, st
            stride_kh, PAGED: gl.constexpr, PAGE: gl.constexpr, HEAD_DIM: gl.constexpr, cp_l: gl.constexpr):
     """Start copying the key and value codes of keys n0 .. n0 + 63 (those from s_hi on zero-filled) into ring slot
     `slot`, and commit the group (also when every key is past s_hi: the group count stays one per tile)."""
+    BLOCK_N: gl.constexpr = raw_k.shape[1]
     j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, cp_l))
     ok = j < s_hi
     if PAGED:
@@ -123,7 +123,7 @@ def _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, slot, row, col, pred, HEAD_DI
     """TMA: start copying the key and value codes of rows row .. row + 63 (columns col .. col + HEAD_DIM) into ring
     slot `slot`, signalling its barrier with the bytes they bring (skipped when pred is false). Rows past the
     tensor's end arrive as zeros; rows past the split (the next sequence's keys) arrive as they are."""
-    mbarrier.expect(bars.index(slot), 2 * BLOCK_N * HEAD_DIM, pred=pred)
+    mbarrier.expect(bars.index(slot), 2 * raw_k.shape[1] * HEAD_DIM, pred=pred)
     tma.async_copy_global_to_shared(K_DESC, [row, col], bars.index(slot), raw_k.index(slot), pred=pred)
     tma.async_copy_global_to_shared(V_DESC, [row, col], bars.index(slot), raw_v.index(slot), pred=pred)
 
@@ -137,7 +137,7 @@ def _bias_issue(bias_slot, tab_row, pos, row_ok, n0, s_hi, E, win, shift, HAS_WI
     pr = gl.convert_layout(pos, gl.SliceLayout(1, bl_l))
     ok = gl.convert_layout(row_ok, gl.SliceLayout(1, bl_l))
     tr = gl.convert_layout(tab_row, gl.SliceLayout(1, bl_l))
-    j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, bl_l))
+    j = n0 + gl.arange(0, bias_slot.shape[1], layout=gl.SliceLayout(0, bl_l))
     d = pr[:, None] - j[None, :]
     vis = (d >= 0) & (j < s_hi)[None, :] & ok[:, None]
     if HAS_WINDOW:
@@ -148,8 +148,8 @@ def _bias_issue(bias_slot, tab_row, pos, row_ok, n0, s_hi, E, win, shift, HAS_WI
 
 @gluon.jit
 def _tile_bias(tab_row, tail, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
-               PERTURB: gl.constexpr, s_l: gl.constexpr):
-    """Keys n0 .. n0 + 63: which (key, row) pairs are visible, and their bias in the base-2 domain (0 with PERTURB 1),
+               PERTURB: gl.constexpr, s_l: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Keys n0 .. n0 + BLOCK_N - 1: which (key, row) pairs are visible, and their bias in the base-2 domain (0 with PERTURB 1),
     looked up in the table at the index clamped into it (visible pairs only; past the extent the tail or 0)."""
     j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l))
     d = pos[None, :] - j[:, None]
@@ -179,13 +179,14 @@ def relbias_decode_gluon_kernel(
     PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
     PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
     TMA: gl.constexpr = False, K_DESC=None, V_DESC=None, BIAS_ASYNC: gl.constexpr = False,
-    KREG: gl.constexpr = False,
+    KREG: gl.constexpr = False, BLOCK_N: gl.constexpr = 64,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     gl.static_assert(NW == 4, "one warpgroup")
     gl.static_assert((HEAD_DIM == 64) or (HEAD_DIM == 128), "D 64 or 128")
     gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    gl.static_assert((BLOCK_N == 64) or (BLOCK_N == 128), "64 or 128 keys per tile: one or two warpgroup MMA M blocks")
     gl.static_assert(not (TMA and PAGED), "TMA reads a contiguous cache")
     if Q.dtype.element_ty == gl.float16:
         DT: gl.constexpr = gl.float16
@@ -317,7 +318,8 @@ def relbias_decode_gluon_kernel(
     l_part = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)  # each thread's share of the row sums, reduced at the end
     acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
     if not BIAS_ASYNC:
-        vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l)
+        vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l,
+                               BLOCK_N)
     for it in range(0, n_tiles):
         n0 = s_lo + it * BLOCK_N
         slot = it % STAGES
@@ -382,7 +384,7 @@ def relbias_decode_gluon_kernel(
         # tile's wait and its key conversion (a proxy fence waits for this thread's loads)
         if not BIAS_ASYNC:
             vis, bias = _tile_bias(tab_row, tail, pos, row_ok, n0 + BLOCK_N, s_hi, E, win, shift, HAS_WINDOW, CLAMP,
-                                   PERTURB, s_l)
+                                   PERTURB, s_l, BLOCK_N)
         acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
         gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
     if TMA:

@@ -278,16 +278,19 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=paged, PAGE=64 if paged else 1, HAS_WINDOW=win,
                          CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma, BIAS_ASYNC=basync),
                     dict(num_warps=4)))
-    for D, rows, cvt, tma, basync in ((128, 8, 3, True, True), (128, 8, 1, True, True), (64, 16, 2, False, False),
-                                      (128, 64, 3, True, False)):
+    for D, rows, cvt, tma, basync, bn, st in ((128, 8, 3, True, True, 64, 3), (128, 8, 1, True, True, 64, 3),
+                                              (64, 16, 2, False, False, 64, 3), (128, 64, 3, True, False, 64, 3),
+                                              (128, 8, 3, True, True, 128, 2), (64, 32, 2, False, True, 128, 2)):
         ptrs = dict(rbd_ptr)
         if tma:
-            ptrs.update(K_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>",
-                        V_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>")
-        out.append((f"relbias_decode_gluon D{D} rows{rows} cvt{cvt} s3" + (" tma" if tma else "")
-                    + (" bias_async" if basync else "") + " kreg", relbias_decode_gluon_kernel, ptrs,
+            ptrs.update(K_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>",
+                        V_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>")
+        out.append((f"relbias_decode_gluon D{D} rows{rows} cvt{cvt} s{st}" + (" tma" if tma else "")
+                    + (" bias_async" if basync else "") + " kreg" + (f" bn{bn}" if bn != 64 else ""),
+                    relbias_decode_gluon_kernel, ptrs,
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=False, PAGE=1, HAS_WINDOW=True, CLAMP=False,
-                         PERTURB=0, STAGES=3, CVT=cvt, TMA=tma, BIAS_ASYNC=basync, KREG=True), dict(num_warps=4)))
+                         PERTURB=0, STAGES=st, CVT=cvt, TMA=tma, BIAS_ASYNC=basync, KREG=True, BLOCK_N=bn),
+                    dict(num_warps=4)))
     from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
     for nv in (False, True):
         for H in (16, 32):
