@@ -8,7 +8,7 @@ import torch
 import attnkit.ops  # noqa: F401
 from attnkit.gate.specs import _gluon_decode_takes, relbias_kernel_call
 from attnkit.relbias import relbias_attention
-from attnkit.relbias.config import (GLUON_DECODE, GLUON_DECODE_CVT, GLUON_DECODE_CVT_RULE, GLUON_DECODE_STAGES,
+from attnkit.relbias.config import (GLUON_DECODE, GLUON_DECODE_CVT, GLUON_DECODE_CVT_RULE, GLUON_DECODE_KREG,
                                     decode_plan, gluon_decode_rule)
 from attnkit.testing import compare, shapes, unwritten
 from attnkit.testing.baselines import relbias_baseline
@@ -21,10 +21,16 @@ def _plan(group, max_q, max_k, batch=32, hkv=8, **kw):
 
 
 def test_gluon_decode_plan():
+    # the timed decode (8 rows): 128-key tiles, a ring of 2, one program per (sequence, KV head) at b32 x 8 KV heads,
+    # keys in registers, the products in fp16 (config.py's sweeps)
     p = _plan(8, 1, 8192)
-    assert (p.gluon, p.block_r, p.block_n, p.num_warps, p.num_stages, p.cvt) == (
-        True, 8, 64, 4, GLUON_DECODE_STAGES, GLUON_DECODE_CVT_RULE)
-    assert p.token_blocks == 1 and p.keys_per_split % 64 == 0 and p.num_splits * p.keys_per_split >= 8192
+    assert (p.gluon, p.block_r, p.block_n, p.num_warps, p.num_stages, p.cvt, p.kreg, p.num_splits) == (
+        True, 8, 128, 4, 2, GLUON_DECODE_CVT_RULE, True, 1)
+    assert p.token_blocks == 1 and p.keys_per_split % 128 == 0 and p.num_splits * p.keys_per_split >= 8192
+    # more rows: 64-key tiles, a ring of 3; keys in registers up to 16 rows
+    p = _plan(8, 2, 8192)
+    assert (p.block_r, p.block_n, p.num_stages, p.kreg) == (16, 64, 3, True)
+    assert not _plan(8, 4, 8192).kreg and _plan(8, 4, 8192, kreg=True).kreg and not _plan(8, 1, 100, kreg=False).kreg
     # rows: tokens x heads, a power of two from 8 (the MMA's smallest N) up to 64; more tokens take token blocks
     assert _plan(1, 1, 100).block_r == 8 and _plan(16, 1, 100).block_r == 16 and _plan(8, 3, 100).block_r == 32
     p = _plan(8, 32, 1000)
@@ -32,11 +38,11 @@ def test_gluon_decode_plan():
     p = _plan(16, 5, 1000)
     assert (p.block_r, p.token_blocks) == (64, 2)
     # splits: the rule's target over the programs, never more splits than key tiles; the override wins
-    assert _plan(8, 1, 64 * 5, batch=1, hkv=1).num_splits == 5
+    assert _plan(8, 1, 128 * 5, batch=1, hkv=1).num_splits == 5
     assert _plan(8, 1, 8192, num_splits=3).num_splits == 3
     assert _plan(8, 1, 8192, ctas_per_sm=4).num_splits >= _plan(8, 1, 8192).num_splits
     assert _plan(8, 1, 8192, num_stages=5, cvt=3).num_stages == 5
-    assert _plan(8, 1, 8192, block_n=128).block_n == 128 and _plan(8, 1, 8192, block_n=128).keys_per_split % 128 == 0
+    assert _plan(8, 1, 8192, block_n=64).block_n == 64 and _plan(8, 1, 8192, block_n=64).keys_per_split % 64 == 0
     for kw, msg in ((dict(block_n=32), "block_n"), (dict(num_warps=8), "num_warps"), (dict(num_stages=1), "num_stages"),
                     (dict(num_stages=7), "num_stages")):
         with pytest.raises(ValueError, match=msg):
@@ -58,13 +64,16 @@ def test_every_key_is_in_one_split_of_the_gluon_plan():
 
 def test_gluon_decode_rule_and_options():
     assert GLUON_DECODE.resolve(None, {}) is None and GLUON_DECODE_CVT.resolve(None, {}) is None
-    assert gluon_decode_rule(True, True, 128, 8, False)
-    assert gluon_decode_rule(True, True, 64, 16, False)
-    assert not gluon_decode_rule(False, True, 128, 8, False)  # not sm_90 / the interpreter
-    assert not gluon_decode_rule(True, False, 128, 8, False)  # a bf16 / fp16 cache
-    assert not gluon_decode_rule(True, True, 256, 8, False)  # D 256
-    assert not gluon_decode_rule(True, True, 128, 128, False)  # more heads per KV head than its rows
-    assert not gluon_decode_rule(True, True, 128, 8, True)  # an option of the Triton kernel alone
+    assert GLUON_DECODE_KREG.resolve(None, {}) is None
+    assert gluon_decode_rule(True, True, 128, 8, 1, True, False)  # the timed decode: 8 rows
+    assert gluon_decode_rule(True, True, 64, 4, 2, True, False) and gluon_decode_rule(True, True, 128, 1, 5, True, False)
+    assert not gluon_decode_rule(True, True, 128, 8, 2, True, False)  # 16 rows: not timed faster
+    assert not gluon_decode_rule(True, True, 128, 16, 1, True, False)
+    assert not gluon_decode_rule(False, True, 128, 8, 1, True, False)  # not sm_90 / the interpreter
+    assert not gluon_decode_rule(True, False, 128, 8, 1, True, False)  # a bf16 / fp16 cache
+    assert not gluon_decode_rule(True, True, 256, 8, 1, True, False)  # D 256
+    assert not gluon_decode_rule(True, True, 128, 8, 1, False, False)  # paged, or rows TMA cannot read
+    assert not gluon_decode_rule(True, True, 128, 8, 1, True, True)  # an option of the Triton kernel alone
     for bad in ("4", "-1", "01", "x", " 1"):
         with pytest.raises(ValueError, match="gluon_decode_cvt"):
             GLUON_DECODE_CVT.resolve(bad)
@@ -102,6 +111,11 @@ def test_the_decode_rule_picks_gluon_only_where_it_can(monkeypatch, device):
     assert picks == ["gluon", "triton", "triton", "triton", "triton", "triton", "triton", "triton", "gluon", "gluon"]
     relbias_kernel_call(make_inputs(shapes.get("relbias-decode-b3-k203"), device, 0), force="decode")
     assert calls.pop() == "triton"  # a bf16 cache
+    for case in ("relbias-fp8-paged-bs16-w1", "relbias-fp8-verify-window-clamp"):  # paged; 3 tokens x 2 heads: 8 rows
+        relbias_kernel_call(make_inputs(shapes.get(case), device, 0), force="decode")
+    assert calls[-2:] == ["triton", "gluon"]
+    relbias_kernel_call(make_inputs(shapes.get("relbias-fp8-paged-verify"), device, 0), force="decode")
+    assert calls.pop() == "triton"  # 64 rows
     monkeypatch.setattr(rt, "gluon_runs", lambda device: False)  # off sm_90 / in the interpreter
     relbias_kernel_call(fp8, force="decode")
     assert calls.pop() == "triton"
@@ -142,13 +156,18 @@ def _check(inp, out, lse):
     assert c.ok, c.reason
 
 
+_CONFIGS = [dict(), dict(gluon_decode_cvt=0), dict(gluon_decode_cvt=2, block_n=64),
+            dict(gluon_decode_cvt=1, gluon_decode_kreg=False, gluon_decode_bias_async=False, gluon_decode_tma=False),
+            dict(gluon_decode_kreg=True, block_n=64, gluon_decode_bias_async=False),
+            dict(gluon_decode_kreg=False, block_n=128, num_stages=2, gluon_decode_cvt=3)]
+
+
 @pytest.mark.parametrize("case_id", [c for c in _CASES if "model" not in c])
-@pytest.mark.parametrize("cvt", [0, 1, 2, 3])
-@pytest.mark.parametrize("bias_async, kreg", [(False, False), (True, False), (True, True), (False, True)])
-def test_gluon_decode_matches_the_oracle(case_id, cvt, bias_async, kreg):
+@pytest.mark.parametrize("opts", _CONFIGS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()) or "defaults")
+def test_gluon_decode_matches_the_oracle(case_id, opts):
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 0)
-    kw = dict(gluon_decode=True, gluon_decode_cvt=cvt, gluon_decode_bias_async=bias_async, gluon_decode_kreg=kreg)
+    kw = dict(gluon_decode=True, **opts)
     out, lse = relbias_kernel_call(inp, force="decode", **kw)
     out2, lse2 = relbias_kernel_call(inp, force="decode", **kw)
     assert torch.equal(out, out2) and torch.equal(lse, lse2)  # repeatable bit for bit
@@ -230,6 +249,20 @@ def test_keys_past_the_sequence_are_never_read_into_the_result(tma):
     assert torch.equal(res[0][0], res[1][0]) and torch.equal(res[0][1], res[1][1])
     assert torch.isfinite(res[1][0].float()).all()
     _check(inp, *res[1])
+
+
+def test_the_rule_runs_gluon_decode_on_sm90():
+    """On an sm_90 GPU the default fp8 decode of 8 packed rows is the Gluon kernel's result, bit for bit; 64 rows and a
+    paged cache stay on the Triton kernel."""
+    _gluon_gpu()
+    inp = make_inputs(shapes.get("relbias-fp8-decode-k4096-e1"), "cuda", 0)
+    default, gl = relbias_kernel_call(inp, force="decode"), relbias_kernel_call(inp, force="decode", gluon_decode=True)
+    assert torch.equal(default[0], gl[0]) and torch.equal(default[1], gl[1])
+    for case in ("relbias-fp8-paged-verify", "relbias-fp8-paged-bs16-w1"):
+        inp = make_inputs(shapes.get(case), "cuda", 0)
+        default = relbias_kernel_call(inp, force="decode")
+        tr = relbias_kernel_call(inp, force="decode", gluon_decode=False)
+        assert torch.equal(default[0], tr[0]) and torch.equal(default[1], tr[1])
 
 
 def test_gluon_decode_in_a_cuda_graph():

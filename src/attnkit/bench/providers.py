@@ -36,9 +36,10 @@ PROVIDERS: dict[str, list[Provider]] = {
                  "it takes the input, else Triton; split-K decode kernel + merge for up to 32 query tokens)",
                  lambda inp: _relbias_ours(inp)),
         Provider("attnkit_triton", "relbias", "ours",
-                 "attnkit.relbias.relbias_attention with gluon=False: the Triton forward kernel (what runs off "
-                 "sm_90) on the prefill cases where the Gluon kernel is dispatched",
-                 lambda inp: _relbias_ours(inp, gluon=False), applies=lambda c: _gluon_fwd_case(c)),
+                 "attnkit.relbias.relbias_attention with gluon=False, gluon_decode=False: the Triton kernels (what "
+                 "runs off sm_90) on the cases where a Gluon kernel is dispatched (prefill; fp8 decode)",
+                 lambda inp: _relbias_ours(inp, gluon=False, gluon_decode=False),
+                 applies=lambda c: _gluon_fwd_case(c) or _gluon_decode_case(c)),
         Provider("flex_score_mod", "relbias", "peer",
                  "FlexAttention (torch.compile) with the bias as score_mod and causal/window/varlen as block_mask; "
                  "paged / fp8 KV gathered and dequantized per step",
@@ -99,6 +100,17 @@ def _gluon_fwd_case(c) -> bool:
     from ..relbias.config import DECODE_MAX_Q, gluon_fwd_takes
     return (gluon_fwd_takes(c["block_size"] is not None, c["kv"] == "fp8", c["D"])
             and max(c["seqlens_q"]) > DECODE_MAX_Q and torch.cuda.is_available() and gluon_runs(torch.device("cuda")))
+
+
+def _gluon_decode_case(c) -> bool:
+    """A relbias case whose decode runs the Gluon fp8 decode kernel here (config.gluon_decode_rule, a contiguous
+    cache)."""
+    from .._runtime import gluon_runs
+    from ..relbias.config import DECODE_MAX_Q, gluon_decode_rule
+    max_q = max(c["seqlens_q"])
+    return (max_q <= DECODE_MAX_Q and torch.cuda.is_available()
+            and gluon_decode_rule(gluon_runs(torch.device("cuda")), c["kv"] == "fp8", c["D"], c["Hq"] // c["Hkv"],
+                                  max_q, c["block_size"] is None, False))
 
 
 def _relbias_ours(inp, **extra):

@@ -256,22 +256,23 @@ def _gluon_decode_takes(c) -> bool:
 
 
 for _name, _kw, _what in (
-        ("relbias/gluon_decode", {}, "kernel: the Gluon fp8 decode kernel for sm_90 (swap-AB tiles: 64 keys on the "
-         "MMA's M side, the packed rows on N; the codes copied a ring ahead by cp.async and converted once into "
-         "shared memory for both warpgroup MMAs; dispatched by default on sm_90: gluon_decode_rule) + the merge, on "
-         "every fp8 relbias shape at D 64 / 128 with at most 32 query tokens per sequence"),
-        ("relbias/gluon_decode_cvt0", dict(gluon_decode_cvt=0), "kernel: the Gluon fp8 decode kernel with the codes "
-         "converted by the direct cast (gluon_decode_cvt=0), on the same shapes"),
-        ("relbias/gluon_decode_cvt2", dict(gluon_decode_cvt=2), "kernel: the Gluon fp8 decode kernel with the codes "
-         "converted from their bits (gluon_decode_cvt=2), on the same shapes"),
-        ("relbias/gluon_decode_cvt3", dict(gluon_decode_cvt=3), "kernel: the Gluon fp8 decode kernel with its "
-         "products in fp16, the query scaled per row by a power of two (gluon_decode_cvt=3), on the same shapes"),
-        ("relbias/gluon_decode_bias_async", dict(gluon_decode_bias_async=True), "kernel: the Gluon fp8 decode "
-         "kernel with each tile's bias copied into shared memory by cp.async a ring ahead (gluon_decode_bias_async), "
-         "on the same shapes"),
-        ("relbias/gluon_decode_kreg", dict(gluon_decode_kreg=True, gluon_decode_bias_async=True), "kernel: the "
-         "Gluon fp8 decode kernel with the key codes converted in registers into the score product's operand "
-         "(gluon_decode_kreg) and the bias copied a ring ahead (gluon_decode_bias_async), on the same shapes"),
+        ("relbias/gluon_decode", {}, "kernel: the Gluon fp8 decode kernel for sm_90 with its defaults (swap-AB tiles: "
+         "keys on the MMA's M side, the packed rows on N; code tiles by TMA over contiguous caches, cp.async over "
+         "paged ones; keys converted in registers into the score product's operand, values once into shared memory; "
+         "the bias copied a ring ahead; products in fp16; 128-key tiles at 8 rows, as dispatched by "
+         "gluon_decode_rule) + the merge, on every fp8 relbias shape at D 64 / 128 with at most 32 query tokens"),
+        ("relbias/gluon_decode_cvt0", dict(gluon_decode_cvt=0), "kernel: the Gluon fp8 decode kernel with bf16 "
+         "products, the codes converted by the direct cast (gluon_decode_cvt=0), on the same shapes"),
+        ("relbias/gluon_decode_cvt2", dict(gluon_decode_cvt=2, block_n=64), "kernel: the Gluon fp8 decode kernel "
+         "with bf16 products, the codes converted from their bits (gluon_decode_cvt=2), over 64-key tiles, on the "
+         "same shapes"),
+        ("relbias/gluon_decode_plain", dict(gluon_decode_cvt=1, gluon_decode_kreg=False, gluon_decode_bias_async=False,
+                                            gluon_decode_tma=False), "kernel: the Gluon fp8 decode kernel without "
+         "its options: codes by cp.async, the key tile converted into shared memory, the bias loaded into registers, "
+         "bf16 products through fp16 conversions, on the same shapes"),
+        ("relbias/gluon_decode_kreg_bn64", dict(gluon_decode_kreg=True, block_n=64, num_stages=4), "kernel: the "
+         "Gluon fp8 decode kernel with keys in registers at every row count (gluon_decode_kreg=True) over 64-key "
+         "tiles and a ring of 4, on the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

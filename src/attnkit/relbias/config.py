@@ -224,19 +224,21 @@ GLUON_DECODE_TMA = Switch("gluon_decode_tma", "ATTNKIT_RELBIAS_GLUON_DECODE_TMA"
                           "Gluon fp8 decode kernel: the code tiles copied by TMA (mbarrier-tracked) instead of cp.async "
                           "(a proxy fence before each MMA waits for a thread's cp.async copies still in flight); "
                           "default: TMA over a contiguous cache with packed [Hkv, D] rows, cp.async otherwise")
-GLUON_DECODE_BIAS_ASYNC = Switch("gluon_decode_bias_async", "ATTNKIT_RELBIAS_GLUON_DECODE_BIAS_ASYNC", False,
+GLUON_DECODE_BIAS_ASYNC = Switch("gluon_decode_bias_async", "ATTNKIT_RELBIAS_GLUON_DECODE_BIAS_ASYNC", True,
                                  "Gluon fp8 decode kernel: each tile's bias copied into shared memory by cp.async "
                                  "with its codes, a ring ahead, instead of table loads into registers (a proxy fence "
-                                 "before each MMA waits for a thread's loads in flight)")
-GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KREG", False,
+                                 "before each MMA waits for a thread's loads in flight); off: 264 against 251 us on "
+                                 "the fp8 decode case (relbias-gluon-decode-4)")
+GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KREG", None,
                            "Gluon fp8 decode kernel: the key codes loaded as an 8-bit MMA operand, converted in "
                            "registers and renamed into the 16-bit operand layout (the query's dims permuted alike), "
                            "so the score product reads keys from registers: no converted key tile in shared memory, "
-                           "its store, fence and barrier")
+                           "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> 186 "
+                           "us on the fp8 decode case, relbias-gluon-decode-5)")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "
-                             "by a power of two; kernel_decode_gluon.py); default: GLUON_DECODE_CVT_RULE")
+                             "by a power of two; kernel_decode_gluon.py); default: GLUON_DECODE_CVT_RULE (3)")
 GLUON = Switch("gluon", "ATTNKIT_RELBIAS_GLUON", None,
                "forward kernel: the Gluon kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each "
                "tile's strip) over contiguous bf16 / fp16 k, v at D 64 or 128; default: the rule (gluon_fwd_rule)")
@@ -585,25 +587,55 @@ class DecodePlan:
     strip_g: int = 1  # query heads per KV head rounded up to a power of two (the strips' rows)
     page_tiles: bool = False  # paged: one block-table entry per key tile (block_n <= the block size)
     fast_interior: bool = False  # interior key tiles in a loop of their own, unmasked (decode_fast_interior)
-    gluon: bool = False  # the Gluon fp8 decode kernel (kernel_decode_gluon.py): block_r rows on N, 64-key tiles
+    gluon: bool = False  # the Gluon fp8 decode kernel (kernel_decode_gluon.py): block_r rows on N
     cvt: int = 0  # its code conversion (gluon_decode_cvt)
+    kreg: bool = False  # its key operand in registers (gluon_decode_kreg)
 
 
-# The Gluon fp8 decode kernel (kernel_decode_gluon.py): its ring depth (num_stages), split target and code conversion.
-# Provisional, not yet timed on a GPU.
-GLUON_DECODE_STAGES = 3
-GLUON_DECODE_BLOCK_N = 64
-GLUON_DECODE_CTAS_PER_SM = 2
-GLUON_DECODE_CVT_RULE = 1
+# The Gluon fp8 decode kernel (kernel_decode_gluon.py). H200 evidence, fp8 decode b32 x 8K (Hq 64, Hkv 8, D 128: 8
+# packed rows), medians in us, the Triton decode kernel 257.9-262.3 in each run (bf16 257.5-262.6):
+#   `benchmarks/sweeps/h200-7ba00c9/` (first kernel: cp.async ring of 3, 64-key tiles, 2 programs per SM): conversions
+#     direct 333.4, via fp16 284.3, bits 284.8, fp16 products 283.6; 1 program per SM 275.9, ring of 2 345.3, of 4 288.7;
+#   `h200-e22d075/` (bias loaded before the wait, value codes converted during the score product): 255.9 at 1 per SM;
+#     without the bias (diagnostic) 232.9;
+#   `h200-75da712/` (TMA copies, bias loads after the value tile's fence): 265.1, cp.async 274.7: a proxy fence waits for
+#     the thread's table loads in flight (Nsight Compute, `benchmarks/experiments/ncu-h200-75da712/`);
+#   `h200-70f724a/` (bias copied into shared memory by cp.async a ring ahead, gluon_decode_bias_async): 251.1;
+#   `h200-8ff6900/` (row sums per thread to the end; keys converted in registers into the MMA operand,
+#     gluon_decode_kreg, which frees the key tile's shared memory, store, fence and barrier): 233.7 -> 186.0 with kreg
+#     at 1 per SM, 213.1 / 213.7 at 2 / 3 per SM; via fp16 224.6 (3 per SM);
+#   `h200-690dbff/` (128-key tiles, block_n=128): ring of 2, 1 per SM 155.4, 2 per SM 160.1, ring of 3 219.4 (one
+#     program per SM fits), bits 202.6; 64-key tiles 187.8 (ring of 3), 184.7 (ring of 4). On two small fp8 verify
+#     shapes (64 packed rows) the Gluon kernel was 19.6-21.8 against Triton's 22.3 (paged, 8 tokens) and 23.3-28.6
+#     against 13.5 (32 tokens, two token blocks), and at 32 / 64 rows the register operand spills (compile_check).
+# So the rule: the Gluon kernel where a tile holds at most GLUON_DECODE_RULE_ROWS packed rows (the timed decode) over a
+# contiguous cache (TMA; paged fp8 caches, cp.async, not timed at scale), at 128-key tiles, a ring of 2, one program
+# per SM as the split target, the products in fp16, keys in registers and the bias copied a ring ahead; the Triton
+# kernel elsewhere. Forced (gluon_decode=True) on more rows: 64-key tiles, a ring of 3, keys in registers up to 16 rows.
+GLUON_DECODE_RULE_ROWS = 8
+GLUON_DECODE_BLOCK_N = {True: 128, False: 64}  # by rows <= GLUON_DECODE_RULE_ROWS
+GLUON_DECODE_STAGES = {True: 2, False: 3}
+GLUON_DECODE_KREG_ROWS = 16  # the key operand in registers up to this many rows (more spill at D 128)
+GLUON_DECODE_CTAS_PER_SM = 1
+GLUON_DECODE_CVT_RULE = 3
 GLUON_DECODE_MAX_ROWS = 64  # packed rows on the MMA's N side; more take token blocks
 
 
-def gluon_decode_rule(runs: bool, fp8: bool, head_dim: int, group: int, triton_options: bool) -> bool:
+def gluon_decode_rows(group: int, max_seqlen_q: int) -> int:
+    """Packed rows of a Gluon decode tile: tokens x heads of a KV head, a power of two from 8 (the MMA's smallest N)
+    up to GLUON_DECODE_MAX_ROWS."""
+    return min(GLUON_DECODE_MAX_ROWS, max(8, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
+
+
+def gluon_decode_rule(runs: bool, fp8: bool, head_dim: int, group: int, max_seqlen_q: int, tma_ok: bool,
+                      triton_options: bool) -> bool:
     """The decode path's kernel when the option ``gluon_decode`` is unset: the Gluon fp8 decode kernel where it runs
-    (an sm_90 GPU), over an fp8 cache at D 64 or 128 with at most GLUON_DECODE_MAX_ROWS query heads per KV head,
-    unless the caller set an option of the Triton decode kernel alone (decode_rows, split_loops, bias_strip,
-    page_tiles, decode_fast_interior, fp8_f16_cvt, fp8_asm_cvt, block_n or num_warps). Provisional: not yet timed."""
-    return runs and fp8 and head_dim in GLUON_HEAD_DIMS and group <= GLUON_DECODE_MAX_ROWS and not triton_options
+    (an sm_90 GPU), over a contiguous fp8 cache its TMA copies can read (tma_ok) at D 64 or 128, where a tile holds at
+    most GLUON_DECODE_RULE_ROWS packed rows, unless the caller set an option of the Triton decode kernel alone
+    (decode_rows, split_loops, bias_strip, page_tiles, decode_fast_interior, fp8_f16_cvt, fp8_asm_cvt, block_n or
+    num_warps). Evidence: the sweeps above."""
+    return (runs and fp8 and tma_ok and head_dim in GLUON_HEAD_DIMS
+            and gluon_decode_rows(group, max_seqlen_q) <= GLUON_DECODE_RULE_ROWS and not triton_options)
 
 
 VERIFY_SHORT_ROWS = 64  # verify (more packed rows than this): short splits take 64-row tiles at 2 stages,
@@ -641,7 +673,7 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
                 split_loops: bool | None = None, decode_rows: int | None = None,
                 bias_strip: bool | None = None, page: int = 0, page_tiles: bool | None = None,
                 sm90: bool = False, fast_interior: bool | None = None, gluon: bool = False,
-                cvt: int | None = None) -> DecodePlan:
+                cvt: int | None = None, kreg: bool | None = None) -> DecodePlan:
     """Split plan of the decode kernel: a pure function of shapes and device, computed on the host
     (outside any CUDA graph). ``num_splits`` overrides the rule; explicit tile values (the options) beat it.
     ``extent`` is the bias table's E: keys beyond it (max_seqlen_k > E) or a paged cache select the
@@ -650,11 +682,11 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
     ``page_tiles`` (paged, block_n <= page) addresses each key tile through its one block-table entry. ``sm90``: the
     device is sm_90 (the paged settings timed there). ``fast_interior``: interior key tiles in a loop of their own,
     unmasked (the rule: the verify tile of 128 rows at 8 warps, DECODE_FAST_INTERIOR). ``gluon``: the plan of the
-    Gluon fp8 decode kernel (64-key tiles, 8 to 64 packed rows, 4 warps, a ring of num_stages tiles, the split target
-    GLUON_DECODE_CTAS_PER_SM, the code conversion ``cvt``)."""
+    Gluon fp8 decode kernel (8 to 64 packed rows, 4 warps, 64- or 128-key tiles, a ring of num_stages tiles, the split
+    target GLUON_DECODE_CTAS_PER_SM, the code conversion ``cvt``, the key operand in registers ``kreg``)."""
     if gluon:
         return _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, num_splits, block_n,
-                                  num_warps, num_stages, ctas_per_sm, cvt)
+                                  num_warps, num_stages, ctas_per_sm, cvt, kreg)
     cap = _pow2("decode_rows", decode_rows, (16, 32, 64, 128)) or DECODE_MAX_ROWS
     split = (paged or (extent is not None and max_seqlen_k > extent)) if split_loops is None else split_loops
     bn = _pow2("block_n", block_n, (16, 32, 64, 128))
@@ -725,21 +757,23 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
 
 
 def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, num_splits, block_n, num_warps,
-                       num_stages, ctas_per_sm, cvt) -> DecodePlan:
+                       num_stages, ctas_per_sm, cvt, kreg) -> DecodePlan:
     """decode_plan for the Gluon fp8 decode kernel: rows a power of two from 8 (the MMA's smallest N) holding the
-    tokens x heads, capped at GLUON_DECODE_MAX_ROWS; splits as the Triton kernel's rule, at their own target."""
+    tokens x heads, capped at GLUON_DECODE_MAX_ROWS; tiles, ring and key operand by rows (the sweeps above); splits
+    as the Triton kernel's rule, at their own target."""
     if block_n not in (None, 64, 128):
         raise ValueError(f"block_n: the Gluon decode kernel's key tiles are 64 or 128 keys, got {block_n}")
-    bn = block_n or GLUON_DECODE_BLOCK_N
+    rows = gluon_decode_rows(group, max_seqlen_q)
+    few = rows <= GLUON_DECODE_RULE_ROWS
+    bn = block_n or GLUON_DECODE_BLOCK_N[few]
     if num_warps not in (None, 4):
         raise ValueError(f"num_warps: the Gluon decode kernel runs one warpgroup (4 warps), got {num_warps}")
     if group > GLUON_DECODE_MAX_ROWS:
         raise ValueError(f"gluon_decode: {group} query heads per KV head exceed the kernel's "
                          f"{GLUON_DECODE_MAX_ROWS} rows")
-    stages = GLUON_DECODE_STAGES if num_stages is None else num_stages
+    stages = GLUON_DECODE_STAGES[few] if num_stages is None else num_stages
     if not 2 <= stages <= 6:
         raise ValueError(f"num_stages: the Gluon decode kernel's ring holds 2 to 6 tiles, got {stages}")
-    rows = min(GLUON_DECODE_MAX_ROWS, max(8, 1 << (max(1, max_seqlen_q * group) - 1).bit_length()))
     tpb = rows // group
     blocks = -(-max(1, max_seqlen_q) // tpb)
     tiles = max(1, -(-max_seqlen_k // bn))
@@ -750,4 +784,5 @@ def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, 
         ns = -(-tiles // tps)  # no split past the keys (the target need not divide the tiles)
     return DecodePlan(block_r=rows, block_n=bn, num_splits=ns, token_blocks=blocks, keys_per_split=tps * bn,
                       num_warps=4, num_stages=stages, gluon=True,
-                      cvt=GLUON_DECODE_CVT_RULE if cvt is None else cvt)
+                      cvt=GLUON_DECODE_CVT_RULE if cvt is None else cvt,
+                      kreg=rows <= GLUON_DECODE_KREG_ROWS if kreg is None else kreg)

@@ -270,16 +270,16 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
             triton_options = (rows_opt is not None or split is not None or strip is not None or page_tiles is not None
                               or dec_fast is not None or f16_cvt or asm_cvt or tune["block_n"] is not None
                               or tune["num_warps"] is not None)
-            gdec = (gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, triton_options)
-                    and _gluon_decode_layout_ok(kk))
+            gdec = gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, max_seqlen_q,
+                                     not paged and _gluon_layout_ok(kk, D), triton_options)
         if max_seqlen_k is None:
             lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles,
-                     fast_interior=dec_fast, gluon=bool(gdec), cvt=gdec_cvt), merge_block_d, split, use_pdl, fp8_kind, gdec_tma,
-                gdec_bias, gdec_kreg)
+                     fast_interior=dec_fast, gluon=bool(gdec), cvt=gdec_cvt, kreg=gdec_kreg), merge_block_d, split,
+                use_pdl, fp8_kind, gdec_tma, gdec_bias)
         return out, lse
     if use_gluon:
         if gws is None and (gpp or gpers or gkrel):  # options of the warp-specialized kernel alone
@@ -414,7 +414,7 @@ def _kv_descriptor(t, block_n, paged):
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
             paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None,
             split_loops=None, use_pdl=False, fp8_kind=False, gluon_tma=None,
-            gluon_bias_async=False, gluon_kreg=False):
+            gluon_bias_async=True):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
@@ -449,7 +449,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
             block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
             HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, ROWS=plan.block_r, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
             HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
-            STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, BIAS_ASYNC=gluon_bias_async, KREG=gluon_kreg, BLOCK_N=plan.block_n,
+            STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, BIAS_ASYNC=gluon_bias_async,
+            KREG=plan.kreg, BLOCK_N=plan.block_n,
             **descs, **pdl_launch(use_pdl),
         )
         splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,
