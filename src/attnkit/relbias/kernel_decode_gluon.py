@@ -147,24 +147,39 @@ def _bias_issue(bias_slot, tab_row, pos, row_ok, n0, s_hi, E, win, shift, HAS_WI
 
 
 @gluon.jit
-def _tile_bias(tab_row, tail, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
-               PERTURB: gl.constexpr, s_l: gl.constexpr, BLOCK_N: gl.constexpr):
-    """Keys n0 .. n0 + BLOCK_N - 1: which (key, row) pairs are visible, and their bias in the base-2 domain (0 with PERTURB 1),
-    looked up in the table at the index clamped into it (visible pairs only; past the extent the tail or 0)."""
+def _visible(pos, row_ok, n0, s_hi, win, HAS_WINDOW: gl.constexpr, s_l: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Keys n0 .. n0 + BLOCK_N - 1 against the rows (the score tile's layout): the distances and which pairs are
+    visible (causal, inside the split, a live row, inside the window)."""
     j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l))
     d = pos[None, :] - j[:, None]
     vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
     if HAS_WINDOW:
         vis = vis & (d < win)
+    return d, vis
+
+
+@gluon.jit
+def _beyond(bias, dd, E, tail, CLAMP: gl.constexpr):
+    """Past the extent (dd >= E) the constant tail (CLAMP) or 0, in the base-2 domain."""
+    if CLAMP:
+        return gl.where(dd < E, bias, tail[None, :])
+    else:
+        return gl.where(dd < E, bias, 0.0)
+
+
+@gluon.jit
+def _tile_bias(tab_row, tail, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
+               PERTURB: gl.constexpr, s_l: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Keys n0 .. n0 + BLOCK_N - 1: which (key, row) pairs are visible, and their bias in the base-2 domain (0 with
+    PERTURB 1), looked up in the table at the index clamped into it (visible pairs only; past the extent the tail
+    or 0)."""
+    d, vis = _visible(pos, row_ok, n0, s_hi, win, HAS_WINDOW, s_l, BLOCK_N)
     if PERTURB == 1:
         bias = gl.zeros([BLOCK_N, pos.shape[0]], gl.float32, layout=s_l)
     else:
         dd = d + shift
         bias = gl.load(tab_row[None, :] + gl.minimum(gl.maximum(dd, 0), E - 1), mask=vis, other=0.0) * LOG2E
-        if CLAMP:
-            bias = gl.where(dd < E, bias, tail[None, :])
-        else:
-            bias = gl.where(dd < E, bias, 0.0)
+        bias = _beyond(bias, dd, E, tail, CLAMP)
     return vis, bias
 
 
@@ -356,19 +371,11 @@ def relbias_decode_gluon_kernel(
         v_smem.store(v)
         s = warpgroup_mma_wait(0, deps=[s_tok])
         if BIAS_ASYNC:
-            j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l))
-            d = pos[None, :] - j[:, None]
-            vis = (d >= 0) & (j < s_hi)[:, None] & row_ok[None, :]
-            if HAS_WINDOW:
-                vis = vis & (d < win)
+            d, vis = _visible(pos, row_ok, n0, s_hi, win, HAS_WINDOW, s_l, BLOCK_N)
             if PERTURB == 1:
                 bias = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)
             else:
-                bias = bias_smem.index(slot).permute((1, 0)).load(s_l) * LOG2E
-                if CLAMP:
-                    bias = gl.where(d + shift < E, bias, tail[None, :])
-                else:
-                    bias = gl.where(d + shift < E, bias, 0.0)
+                bias = _beyond(bias_smem.index(slot).permute((1, 0)).load(s_l) * LOG2E, d + shift, E, tail, CLAMP)
         s = gl.where(vis, s * col_scale[None, :] + bias, float("-inf"))
         m_new = gl.maximum(m_i, gl.max(s, 0))
         m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)

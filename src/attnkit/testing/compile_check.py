@@ -260,13 +260,14 @@ def _variants():
     rbd_ptr = dict(Q="*bf16", K="*u8", V="*u8", TABLE="*fp32", M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32",
                    CU_Q="*i32", CU_K="*i32", SEQUSED_K="*i32", BLOCK_TABLE="*i32", K_SCALE="*fp32", V_SCALE="*fp32")
     from ..relbias.kernel_decode_gluon import raw_layout
-    for D, rows, cvt, paged, win, clamp, stages, tma in (
-            (128, 8, 1, False, False, False, 3, True), (128, 8, 0, False, False, False, 3, True),
-            (128, 8, 2, False, False, False, 3, True), (128, 8, 3, False, False, False, 3, True),
-            (128, 64, 1, False, True, True, 3, True), (64, 16, 1, True, True, False, 2, False),
-            (128, 8, 3, False, False, False, 4, True), (128, 8, 3, False, False, False, 3, False)):
-      for basync in ((False, True) if (D, rows, cvt, stages) in ((128, 8, 3, 3), (64, 16, 1, 2), (128, 64, 1, 3))
-                     else (False,)):
+    # the first schedule (the key tile converted into shared memory), each option alone and with the bias copies
+    plain = [(128, 8, 1, False, False, False, 3, True), (128, 8, 0, False, False, False, 3, True),
+             (128, 8, 2, False, False, False, 3, True), (128, 8, 3, False, False, False, 3, True),
+             (128, 64, 1, False, True, True, 3, True), (64, 16, 1, True, True, False, 2, False),
+             (128, 8, 3, False, False, False, 4, True), (128, 8, 3, False, False, False, 3, False)]
+    with_bias = [v for v in plain if (v[0], v[1], v[2], v[6]) in ((128, 8, 3, 3), (64, 16, 1, 2), (128, 64, 1, 3))]
+    for (D, rows, cvt, paged, win, clamp, stages, tma), basync in [(v, False) for v in plain] + [(v, True) for v in
+                                                                                               with_bias]:
         ptrs = dict(rbd_ptr)
         if tma:
             ptrs.update(K_DESC=f"tensordesc<u8[64, {D}],{raw_layout(D)!r}>",
@@ -278,6 +279,7 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=paged, PAGE=64 if paged else 1, HAS_WINDOW=win,
                          CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma, BIAS_ASYNC=basync),
                     dict(num_warps=4)))
+    # with the key operand in registers (kreg); (128, 8, 3, TMA, bias copies, 128 keys, ring of 2) is the rule's
     for D, rows, cvt, tma, basync, bn, st in ((128, 8, 3, True, True, 64, 3), (128, 8, 1, True, True, 64, 3),
                                               (64, 16, 2, False, False, 64, 3), (128, 64, 3, True, False, 64, 3),
                                               (128, 8, 3, True, True, 128, 2), (64, 32, 2, False, True, 128, 2)):
