@@ -789,6 +789,16 @@ SWEEPS["relbias-gluon-decode-6"] = Sweep(
      ("bn64-s4-c1", dict(gluon_decode=True, gluon_decode_cvt=3, gluon_decode_bias_async=True, gluon_decode_kreg=True,
                          num_stages=4, ctas_per_sm=1))))
 
+SWEEPS["relbias-gluon-decode-7"] = Sweep(
+    "relbias", "the Gluon fp8 decode rule (gluon_decode_rule's 128-key tiles, ring of 2, one program per SM) on one "
+    "64K sequence at the model's heads, where the splits, not the batch, fill the GPU; around it two programs per SM "
+    "and 64-key tiles; the Triton decode kernel for the ratio",
+    ("relbias-deep-fp8-decode-b1-64k", "relbias-model-fp8-decode-b32-8k"),
+    (("triton", dict(gluon_decode=False)),
+     ("rule", {}),
+     ("c2", dict(ctas_per_sm=2)),
+     ("bn64", dict(gluon_decode=True, block_n=64, num_stages=3))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -1,18 +1,25 @@
 """relbias split-K decode kernel for Hopper (sm_90) in Gluon, over an fp8 (e4m3) KV cache: swap-AB tiles, the key
-and value codes copied a ring ahead and converted once into shared memory for both warpgroup MMAs.
+codes converted in registers into the score product's operand, the value codes once into shared memory.
 
 Computes   the same partials as kernel_decode.relbias_decode_split_kernel (its interpreter twin: same arguments up to
            the tile constexprs, same partial layout, the same bias, masks and perturbations): per (split, sequence,
-           KV head x token block), S^T [keys, rows] = K . Q^T over the split's 64-key tiles, the online softmax down
-           the columns, O^T [D, rows] += V^T . P^T, un-normalized (m in natural-log units, l, acc times the value
-           scale). attnkit.splitk merges the splits in split order.
+           KV head x token block), S^T [keys, rows] = K . Q^T over the split's BLOCK_N-key tiles, the online softmax
+           down the columns, O^T [D, rows] += V^T . P^T, un-normalized (m in natural-log units, l, acc times the
+           value scale). attnkit.splitk merges the splits in split order.
 Why        the Triton decode kernel runs the fp8 cache no faster than bf16 (docs/relbias.md): its 16-row MMA tile
            reads each fp8 key tile into the MMA operand layout by narrow shared loads and converts it per code after
            them, with 4 warps per scheduler and little to hide the chain's latency. Here the packed rows (the query
            heads of one KV head times the block's tokens: 8 for the model's 8 heads per KV head and 1 token) sit on
-           the MMA's N side, 64 keys on M; the raw codes arrive by cp.async STAGES - 1 tiles ahead (rows past the
-           split zero-filled), each code is converted once (16 per thread per load) into a 16-bit tile in shared
-           memory, and both products read it there (the value product through a transposed view).
+           the MMA's N side, BLOCK_N (64 or 128) keys on M, so no MMA row is padding.
+Schedule   per tile: the raw codes arrive STAGES - 1 tiles ahead (TMA over a contiguous cache, mbarrier-tracked; else
+           cp.async, rows past the split zero-filled; with TMA such rows arrive as stored and their values are
+           zeroed); KREG: the key codes are loaded as an 8-bit MMA operand (four consecutive codes per register),
+           converted in place and renamed into the 16-bit operand layout (_key_operand; Q^T's dims permuted alike),
+           else converted into a 16-bit key tile in shared memory; the score product runs asynchronously while the
+           value codes are converted into a 16-bit tile in shared memory; BIAS_ASYNC: the tile's bias was copied
+           into shared memory by cp.async with its codes (a proxy fence waits for a thread's global loads in flight,
+           so table loads would hold it up), else loaded from the table a tile ahead; the column maxima, then P to
+           shared memory and the value product (through a transposed view). Row sums stay per thread to the end.
 Rows       ROWS (8 to 64, a power of two) packed rows: row r is token tb * (ROWS // GROUP) + r // GROUP of the
            sequence's step, query head g * GROUP + r % GROUP (as the twin's BLOCK_R rows).
 CVT        how a code becomes an MMA operand (q bf16; an fp16 q always computes in fp16): 0, the direct cast to bf16;
@@ -23,11 +30,13 @@ CVT        how a code becomes an MMA operand (q bf16; an fp16 q always computes 
            largest keep every bit; smaller ones round to fp16's subnormal step, relative to the row's largest
            below 2^-38) and P in fp16 (more bits than bf16).
 Contract   as kernel_decode (K, V viewed as uint8; a contiguous varlen cache, or a paged one through BLOCK_TABLE with
-           one table load per key); HEAD_DIM 64 or 128; the split's keys a multiple of 64 (decode_plan's block_n).
+           one table load per key; K_DESC, V_DESC with TMA: descriptors over the cache as [total_k, Hkv * D] in boxes
+           of [BLOCK_N, D], raw_layout(D)); HEAD_DIM 64 or 128; the split's keys a multiple of BLOCK_N.
 Numerics   scores and softmax in fp32 in the base-2 domain, P rounded to the operand dtype, fp32 accumulation; the
            key scale folded into the score scale, the value scale applied to acc: as the twin.
+Dispatch   attnkit.relbias.interface (config.gluon_decode_rule, config.decode_plan with gluon=True).
 Runs       CUDA sm_90 only (Gluon has no interpreter): the tests run the twin in the interpreter and this kernel on
-           the GPU (gate "relbias/gluon_decode", tests/test_relbias_gluon.py).
+           the GPU (gates "relbias/gluon_decode*", tests/test_relbias_gluon_decode.py).
 PERTURB    as the twin: 1 bias dropped, 2 bias shifted by one KV block, 3 window off by one, 4 GQA group mixed up,
            5 every token block computes the first block's tokens.
 """

@@ -138,6 +138,7 @@ _rb("relbias-fp8", "paged-verify", [8, 1], [1023, 257], kv="fp8", block_size=64,
     tiers=(FULL,))
 # deep decode: 64K keys, only the newest inside the extent
 _rb("relbias-deep", "decode-64k", [1, 1], [65536, 65000], Hq=16, Hkv=2, D=128, E=8192, tiers=(FULL,))
+_rb("relbias-deep", "fp8-decode-b1-64k", [1], [65536], Hq=64, Hkv=8, D=128, E=8192, kv="fp8", tiers=(FULL,))
 
 # model shapes of the performance targets (Hq=64, Hkv=8, D=128, E=8192, beyond="zero", bf16):
 # benchmarked, and gated at FULL so the parity gate covers the very shapes that are timed.
