@@ -26,6 +26,9 @@ def test_gluon_decode_plan():
     p = _plan(8, 1, 8192)
     assert (p.gluon, p.block_r, p.block_n, p.num_warps, p.num_stages, p.cvt, p.kreg, p.num_splits) == (
         True, 8, 128, 4, 2, GLUON_DECODE_CVT_RULE, True, 1)
+    # splits fill one wave of two programs per SM, rounded down: one 64K sequence at 8 KV heads takes 32 (the
+    # relbias-gluon-decode-7 sweep: 58.4 us against 104.5 at 17 splits), b32 x 8K one (two would be two waves)
+    assert _plan(8, 1, 65536, batch=1).num_splits == 32 and _plan(8, 1, 8192, ctas_per_sm=2).num_splits == 1
     assert p.token_blocks == 1 and p.keys_per_split % 128 == 0 and p.num_splits * p.keys_per_split >= 8192
     # more rows: 64-key tiles, a ring of 3; keys in registers up to 16 rows
     p = _plan(8, 2, 8192)

@@ -607,16 +607,22 @@ class DecodePlan:
 #   `h200-690dbff/` (128-key tiles, block_n=128): ring of 2, 1 per SM 155.4, 2 per SM 160.1, ring of 3 219.4 (one
 #     program per SM fits), bits 202.6; 64-key tiles 187.8 (ring of 3), 184.7 (ring of 4). On two small fp8 verify
 #     shapes (64 packed rows) the Gluon kernel was 19.6-21.8 against Triton's 22.3 (paged, 8 tokens) and 23.3-28.6
-#     against 13.5 (32 tokens, two token blocks), and at 32 / 64 rows the register operand spills (compile_check).
-# So the rule: the Gluon kernel where a tile holds at most GLUON_DECODE_RULE_ROWS packed rows (the timed decode) over a
-# contiguous cache (TMA; paged fp8 caches, cp.async, not timed at scale), at 128-key tiles, a ring of 2, one program
-# per SM as the split target, the products in fp16, keys in registers and the bias copied a ring ahead; the Triton
-# kernel elsewhere. Forced (gluon_decode=True) on more rows: 64-key tiles, a ring of 3, keys in registers up to 16 rows.
+#     against 13.5 (32 tokens, two token blocks), and at 32 / 64 rows the register operand spills (compile_check);
+#   `h200-64d11b8/` (one 64K sequence at the model's heads, fp8 b1 x 64K): Triton 70.6; the split target of one program
+#     per SM (17 splits, 136 programs) 104.5, two per SM (33 -> 32 splits, 256 programs) 58.4; b32 x 8K 155.5 / 160.0
+#     (1 / 2 splits: the 2-split plan is two waves).
+# Two 110 KB programs fit an SM, so the split rule fills one wave of them: splits = floor(2 x SMs / programs without
+# splits) (b32 x 8K: 1, 155.5 us; b1 x 64K: 32, 58.4 us: the settings timed above), where the Triton kernel's rule
+# rounds up. So the rule: the Gluon kernel where a tile holds at most GLUON_DECODE_RULE_ROWS packed rows (the timed
+# decode) over a contiguous cache (TMA; paged fp8 caches, cp.async, not timed at scale), at 128-key tiles, a ring of
+# 2, one wave of two programs per SM, the products in fp16, keys in registers and the bias copied a ring ahead; the
+# Triton kernel elsewhere. Forced (gluon_decode=True) on more rows: 64-key tiles, a ring of 3, keys in registers up to
+# 16 rows.
 GLUON_DECODE_RULE_ROWS = 8
 GLUON_DECODE_BLOCK_N = {True: 128, False: 64}  # by rows <= GLUON_DECODE_RULE_ROWS
 GLUON_DECODE_STAGES = {True: 2, False: 3}
 GLUON_DECODE_KREG_ROWS = 16  # the key operand in registers up to this many rows (more spill at D 128)
-GLUON_DECODE_CTAS_PER_SM = 1
+GLUON_DECODE_CTAS_PER_SM = 2  # resident programs per SM that one wave of splits fills (rounded down)
 GLUON_DECODE_CVT_RULE = 3
 GLUON_DECODE_MAX_ROWS = 64  # packed rows on the MMA's N side; more take token blocks
 
@@ -760,7 +766,7 @@ def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, 
                        num_stages, ctas_per_sm, cvt, kreg) -> DecodePlan:
     """decode_plan for the Gluon fp8 decode kernel: rows a power of two from 8 (the MMA's smallest N) holding the
     tokens x heads, capped at GLUON_DECODE_MAX_ROWS; tiles, ring and key operand by rows (the sweeps above); splits
-    as the Triton kernel's rule, at their own target."""
+    fill one wave of GLUON_DECODE_CTAS_PER_SM programs per SM (ctas_per_sm), rounded down, at least one."""
     if block_n not in (None, 64, 128):
         raise ValueError(f"block_n: the Gluon decode kernel's key tiles are 64 or 128 keys, got {block_n}")
     rows = gluon_decode_rows(group, max_seqlen_q)
@@ -778,7 +784,7 @@ def _gluon_decode_plan(batch, hkv, group, max_seqlen_q, max_seqlen_k, sm_count, 
     blocks = -(-max(1, max_seqlen_q) // tpb)
     tiles = max(1, -(-max_seqlen_k // bn))
     target = ctas_per_sm or GLUON_DECODE_CTAS_PER_SM
-    ns = num_splits or max(1, min(-(-(target * sm_count) // max(1, batch * hkv * blocks)), tiles))
+    ns = num_splits or max(1, min((target * sm_count) // max(1, batch * hkv * blocks), tiles))
     tps = -(-tiles // ns)
     if not num_splits:
         ns = -(-tiles // tps)  # no split past the keys (the target need not divide the tiles)
