@@ -123,6 +123,12 @@ def test_the_decode_rule_picks_gluon_only_where_it_can(monkeypatch, device):
     assert calls[-2:] == ["triton", "gluon"]
     relbias_kernel_call(make_inputs(shapes.get("relbias-fp8-paged-verify"), device, 0), force="decode")
     assert calls.pop() == "triton"  # 64 rows
+    # no key row at all: no TMA descriptor can be made (Triton by the rule; forced, the Gluon kernel's cp.async copies)
+    empty = make_inputs(shapes.get("relbias-fp8-decode-b2"), device, 0)
+    empty = dict(empty, k=empty["k"][:0], v=empty["v"][:0], cu_seqlens_k=torch.zeros_like(empty["cu_seqlens_k"]))
+    relbias_kernel_call(empty, force="decode")
+    relbias_kernel_call(empty, force="decode", gluon_decode=True)
+    assert calls[-2:] == ["triton", "gluon"]
     monkeypatch.setattr(rt, "gluon_runs", lambda device: False)  # off sm_90 / in the interpreter
     relbias_kernel_call(fp8, force="decode")
     assert calls.pop() == "triton"

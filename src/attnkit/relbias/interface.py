@@ -13,7 +13,8 @@ from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_ASM_CVT,
-                     FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_DECODE, GLUON_DECODE_BIAS_ASYNC, GLUON_DECODE_CVT, GLUON_DECODE_KREG, GLUON_DECODE_TMA, gluon_decode_rule, GLUON_BIAS_EARLY,
+                     FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_DECODE, GLUON_DECODE_BIAS_ASYNC, GLUON_DECODE_CVT,
+                     GLUON_DECODE_KREG, GLUON_DECODE_TMA, gluon_decode_rule, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
@@ -271,7 +272,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                               or dec_fast is not None or f16_cvt or asm_cvt or tune["block_n"] is not None
                               or tune["num_warps"] is not None)
             gdec = gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, max_seqlen_q,
-                                     not paged and _gluon_layout_ok(kk, D), triton_options)
+                                     _decode_tma_ok(kk, D, paged), triton_options)
         if max_seqlen_k is None:
             lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
             max_seqlen_k = int(lens.max())
@@ -348,6 +349,12 @@ def _gluon_decode_check(q, k, v, fp8, group):
     for n, t in (("k", k), ("v", v)):
         require(_gluon_decode_layout_ok(t), n, "the Gluon decode kernel needs a 16-byte aligned start and token, head "
                 "and block strides of multiples of 16 bytes")
+
+
+def _decode_tma_ok(t, D, paged) -> bool:
+    """Whether the Gluon decode kernel's TMA descriptors can read the cache t: contiguous (not paged), at least one
+    key row, [Hkv, D] rows packed and 16-byte aligned (_gluon_layout_ok)."""
+    return not paged and t.shape[0] > 0 and _gluon_layout_ok(t, D)
 
 
 def _gluon_decode_layout_ok(t) -> bool:
@@ -431,7 +438,7 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
     if plan.gluon:
         from .kernel_decode_gluon import raw_layout, relbias_decode_gluon_kernel
         k8, v8 = kk.view(torch.uint8), vv.view(torch.uint8)
-        tma_ok = not paged and _gluon_layout_ok(k8, D)
+        tma_ok = _decode_tma_ok(k8, D, paged)
         if gluon_tma:
             require(tma_ok, "gluon_decode_tma", "TMA reads a contiguous cache with packed [Hkv, D] rows, a 16-byte "
                     "aligned start and a 16-byte multiple token stride")
