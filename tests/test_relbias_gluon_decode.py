@@ -146,6 +146,29 @@ def test_gluon_decode_is_refused_where_it_cannot_run(device):
         relbias_kernel_call(fp8, force="decode", gluon_decode=True)
 
 
+def test_gluon_decode_refuses_what_it_cannot_take(monkeypatch, device):
+    """As if on an sm_90 GPU (nothing launched: every refusal comes before the launch): D 256, more query heads per KV
+    head than its rows, TMA asked over a paged cache, a bad conversion or tile, each a ValueError naming the option."""
+    import attnkit._runtime as rt
+    monkeypatch.setattr(rt, "gluon_runs", lambda device: True)
+
+    def case(**kw):
+        p = dict(seqlens_q=[1], seqlens_k=[100], Hq=8, Hkv=1, D=64, E=64, window=None, beyond="zero", kv="fp8",
+                 block_size=None, dtype="bf16")
+        p.update(kw)
+        return make_inputs(shapes.Case("relbias", "relbias-test", "refused", p), device, 0)
+    with pytest.raises(ValueError, match="gluon_decode: .* D in"):
+        relbias_kernel_call(case(D=256), force="decode", gluon_decode=True)
+    with pytest.raises(ValueError, match="gluon_decode: 128 query heads per KV head"):
+        relbias_kernel_call(case(Hq=128, D=64), force="decode", gluon_decode=True)
+    with pytest.raises(ValueError, match="gluon_decode_tma: TMA reads a contiguous cache"):
+        relbias_kernel_call(case(block_size=64), force="decode", gluon_decode=True, gluon_decode_tma=True)
+    with pytest.raises(ValueError, match="gluon_decode_cvt"):
+        relbias_kernel_call(case(), force="decode", gluon_decode=True, gluon_decode_cvt=4)
+    with pytest.raises(ValueError, match="block_n: the Gluon decode kernel's key tiles"):
+        relbias_kernel_call(case(), force="decode", gluon_decode=True, block_n=32)
+
+
 _CASES = [c.id for c in shapes.cases("relbias", tier=shapes.FULL) if _gluon_decode_takes(c)]
 
 
