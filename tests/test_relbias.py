@@ -253,13 +253,17 @@ def test_fast_interior_tiles_give_the_same_bits(E, beyond, window, device):
                  {}, dict(fast_interior=False), dict(_masked_strip=False), dict(bias_strip=True, block_m=32),
                  dict(kv_tma=True), dict(kv_tma=True, bias_strip=False)):
         b = relbias_attention(q, k, v, **opts, **kw)  # the same tiles in the same order, the same arithmetic
+        ref = a
+        if "block_m" in opts:  # against the reference at the same tile height: matmul row blocking may depend on it
+            # (numpy's OpenBLAS sgemm, in the interpreter, rounds a row differently at 16 / 64 rows than at 32)
+            ref = relbias_attention(q, k, v, fast_interior=False, bias_strip=False, block_m=opts["block_m"], **kw)
         if device == "cuda" and opts.get("split_loops", True) is not False:
             # compiled, the other loop structure may contract a multiply-add differently (H200: a few outputs
             # differ in the last bit); its parity with the fp64 oracle is the relbias/triton_*_split gates'
-            torch.testing.assert_close(b[0], a[0], rtol=2 ** -7, atol=2 ** -7, msg=str(opts))
-            torch.testing.assert_close(b[1], a[1], rtol=1e-5, atol=1e-5, msg=str(opts))
+            torch.testing.assert_close(b[0], ref[0], rtol=2 ** -7, atol=2 ** -7, msg=str(opts))
+            torch.testing.assert_close(b[1], ref[1], rtol=1e-5, atol=1e-5, msg=str(opts))
         else:
-            assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), opts
+            assert torch.equal(ref[0], b[0]) and torch.equal(ref[1], b[1]), opts
 
 
 @pytest.mark.parametrize("case_id,opts", [
@@ -336,7 +340,9 @@ def test_tuning_options_are_checked(device, monkeypatch):
     with pytest.raises(ValueError, match="block_n"):
         relbias_kernel_call(inp, block_n=48)
     with pytest.raises(ValueError, match="num_warps"):
-        relbias_kernel_call(inp, num_warps=2)
+        relbias_kernel_call(inp, num_warps=3)
+    with pytest.raises(ValueError, match="num_warps"):
+        relbias_kernel_call(inp, num_warps=16)
     with pytest.raises(ValueError, match="merge_block_d"):
         relbias_kernel_call(inp, merge_block_d=48)
     monkeypatch.setenv("ATTNKIT_RELBIAS_STAGES", "03")
