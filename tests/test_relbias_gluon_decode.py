@@ -69,7 +69,8 @@ def test_gluon_decode_rule_and_options():
     assert GLUON_DECODE.resolve(None, {}) is None and GLUON_DECODE_CVT.resolve(None, {}) is None
     assert GLUON_DECODE_KREG.resolve(None, {}) is None
     assert gluon_decode_rule(True, True, 128, 8, 1, True, False)  # the timed decode: 8 rows
-    assert gluon_decode_rule(True, True, 64, 4, 2, True, False) and gluon_decode_rule(True, True, 128, 1, 5, True, False)
+    assert gluon_decode_rule(True, True, 64, 4, 2, True, False)
+    assert gluon_decode_rule(True, True, 128, 1, 5, True, False)
     assert not gluon_decode_rule(True, True, 128, 8, 2, True, False)  # 16 rows: not timed faster
     assert not gluon_decode_rule(True, True, 128, 16, 1, True, False)
     assert not gluon_decode_rule(False, True, 128, 8, 1, True, False)  # not sm_90 / the interpreter
@@ -278,8 +279,9 @@ def test_keys_past_the_sequence_are_never_read_into_the_result(tma):
     inp = make_inputs(shapes.get("relbias-fp8-decode-k4096-e1"), "cuda", 0)
     res = []
     for fill in (0x00, 0x7F):
-        pad = lambda t: torch.cat([t.view(torch.uint8), torch.full((100,) + t.shape[1:], fill, dtype=torch.uint8,  # noqa: E731
-                                                                   device="cuda")]).view(torch.float8_e4m3fn)
+        def pad(t, fill=fill):  # 100 rows of `fill` bytes past the last sequence
+            rows = torch.full((100,) + t.shape[1:], fill, dtype=torch.uint8, device="cuda")
+            return torch.cat([t.view(torch.uint8), rows]).view(torch.float8_e4m3fn)
         res.append(relbias_kernel_call(dict(inp, k=pad(inp["k"]), v=pad(inp["v"])), force="decode", gluon_decode=True,
                                        gluon_decode_tma=tma))
     assert torch.equal(res[0][0], res[1][0]) and torch.equal(res[0][1], res[1][1])

@@ -217,13 +217,13 @@ FP8_ASM_CVT = Switch("fp8_asm_cvt", "ATTNKIT_RELBIAS_FP8_ASM_CVT", False,
                      "after it (narrow shared loads); the same values; compiled kernels only (the interpreter runs "
                      "the direct cast); off: 374 against 259 us on the fp8 decode case (relbias-fp8-asm sweep)")
 GLUON_DECODE = Switch("gluon_decode", "ATTNKIT_RELBIAS_GLUON_DECODE", None,
-                      "decode kernel over an fp8 cache: the Gluon kernel for sm_90 (swap-AB tiles, 64 keys on the MMA's "
-                      "M side and the packed rows on N, the codes copied a ring ahead and converted once into shared "
-                      "memory) at D 64 or 128; default: the rule (gluon_decode_rule)")
+                      "decode kernel over an fp8 cache: the Gluon kernel for sm_90 (swap-AB tiles, keys on the MMA's M "
+                      "side and the packed rows on N, each code converted once) at D 64 or 128; default: the rule "
+                      "(gluon_decode_rule: tiles of at most 8 packed rows over a contiguous cache)")
 GLUON_DECODE_TMA = Switch("gluon_decode_tma", "ATTNKIT_RELBIAS_GLUON_DECODE_TMA", None,
-                          "Gluon fp8 decode kernel: the code tiles copied by TMA (mbarrier-tracked) instead of cp.async "
-                          "(a proxy fence before each MMA waits for a thread's cp.async copies still in flight); "
-                          "default: TMA over a contiguous cache with packed [Hkv, D] rows, cp.async otherwise")
+                          "Gluon fp8 decode kernel: the code tiles copied by TMA (mbarrier-tracked) instead of "
+                          "cp.async; default: TMA over a contiguous cache with packed [Hkv, D] rows, cp.async "
+                          "otherwise (265.1 against 274.7 us on the fp8 decode case, relbias-gluon-decode-3)")
 GLUON_DECODE_BIAS_ASYNC = Switch("gluon_decode_bias_async", "ATTNKIT_RELBIAS_GLUON_DECODE_BIAS_ASYNC", True,
                                  "Gluon fp8 decode kernel: each tile's bias copied into shared memory by cp.async "
                                  "with its codes, a ring ahead, instead of table loads into registers (a proxy fence "
@@ -233,8 +233,8 @@ GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KR
                            "Gluon fp8 decode kernel: the key codes loaded as an 8-bit MMA operand, converted in "
                            "registers and renamed into the 16-bit operand layout (the query's dims permuted alike), "
                            "so the score product reads keys from registers: no converted key tile in shared memory, "
-                           "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> 186 "
-                           "us on the fp8 decode case, relbias-gluon-decode-5)")
+                           "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> "
+                           "186 us on the fp8 decode case, relbias-gluon-decode-5)")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "
@@ -595,11 +595,12 @@ class DecodePlan:
 # The Gluon fp8 decode kernel (kernel_decode_gluon.py). H200 evidence, fp8 decode b32 x 8K (Hq 64, Hkv 8, D 128: 8
 # packed rows), medians in us, the Triton decode kernel 257.9-262.3 in each run (bf16 257.5-262.6):
 #   `benchmarks/sweeps/h200-7ba00c9/` (first kernel: cp.async ring of 3, 64-key tiles, 2 programs per SM): conversions
-#     direct 333.4, via fp16 284.3, bits 284.8, fp16 products 283.6; 1 program per SM 275.9, ring of 2 345.3, of 4 288.7;
+#     direct 333.4, via fp16 284.3, bits 284.8, fp16 products 283.6; 1 program per SM 275.9, ring of 2 345.3, of 4
+#     288.7;
 #   `h200-e22d075/` (bias loaded before the wait, value codes converted during the score product): 255.9 at 1 per SM;
 #     without the bias (diagnostic) 232.9;
-#   `h200-75da712/` (TMA copies, bias loads after the value tile's fence): 265.1, cp.async 274.7: a proxy fence waits for
-#     the thread's table loads in flight (Nsight Compute, `benchmarks/experiments/ncu-h200-75da712/`);
+#   `h200-75da712/` (TMA copies, bias loads after the value tile's fence): 265.1, cp.async 274.7: a proxy fence waits
+#     for the thread's table loads in flight (Nsight Compute, `benchmarks/experiments/ncu-h200-75da712/`);
 #   `h200-70f724a/` (bias copied into shared memory by cp.async a ring ahead, gluon_decode_bias_async): 251.1;
 #   `h200-8ff6900/` (row sums per thread to the end; keys converted in registers into the MMA operand,
 #     gluon_decode_kreg, which frees the key tile's shared memory, store, fence and barrier): 233.7 -> 186.0 with kreg

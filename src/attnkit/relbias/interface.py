@@ -188,7 +188,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     loaded, before the move to the MMA operand layout; the same values; compiled kernels only, the interpreter runs
     the direct cast; off: 1.44x slower, the relbias-fp8-asm sweep). ``gluon_decode``
     (``ATTNKIT_RELBIAS_GLUON_DECODE``: the decode path over an fp8 cache on the Gluon kernel for sm_90, swap-AB tiles
-    with the codes converted once into shared memory, at D 64 or 128; default: the rule ``config.gluon_decode_rule``;
+    with each code converted once, at D 64 or 128; default: the rule ``config.gluon_decode_rule``, the Gluon kernel
+    for tiles of at most 8 packed rows over a contiguous cache;
     its ring depth is ``num_stages``, its split target ``ctas_per_sm``) with ``gluon_decode_cvt`` (how it converts a
     code, 0-3, ``kernel_decode_gluon.py``) and ``gluon_decode_tma`` (its code tiles copied by TMA; default: over a
     contiguous cache with packed rows) and ``gluon_decode_bias_async`` (each tile's bias copied into shared memory
@@ -446,8 +447,9 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
         descs = {}
         if use_tma:
             from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-            descs = dict(TMA=True, **{n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [plan.block_n, D],
-                                                          raw_layout(D)) for n, t in (("K_DESC", k8), ("V_DESC", v8))})
+            descs = dict(TMA=True, **{n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1],
+                                                          [plan.block_n, D], raw_layout(D))
+                                      for n, t in (("K_DESC", k8), ("V_DESC", v8))})
         relbias_decode_gluon_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
             q, k8, v8, tab, m, l, acc,
             cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,

@@ -315,7 +315,8 @@ def relbias_decode_gluon_kernel(
     if KREG:  # Q^T's dims in the order the key codes reach the MMA (_key_operand): within each 16, bits
         # (e0, c0, c1, e1) of the position are bits (e0, e1, c0, c1) of the dim
         dq = (dq & ~15) | (((dq >> 1) & 3) << 2) | (((dq >> 3) & 1) << 1) | (dq & 1)
-    q_ptrs = Q + ((q_start.to(gl.int64) + tok_q) * stride_qt + (g * GROUP + rq % GROUP) * stride_qh)[:, None] + dq[None, :]
+    q_row = (q_start.to(gl.int64) + tok_q) * stride_qt + (g * GROUP + rq % GROUP) * stride_qh
+    q_ptrs = Q + q_row[:, None] + dq[None, :]
     q = gl.load(q_ptrs, mask=ok_q[:, None], other=0.0)
     qk_scale = sm_scale * LOG2E * gl.load(K_SCALE + g_kv)
     q_smem = gl.allocate_shared_memory(DT, [ROWS, HEAD_DIM], tile_sl)
@@ -339,7 +340,7 @@ def relbias_decode_gluon_kernel(
     v_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
     p_smem = gl.allocate_shared_memory(DT, [ROWS, BLOCK_N], tile_sl)  # P (the value product reads it as P^T)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=cols_l)
-    l_part = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)  # each thread's share of the row sums, reduced at the end
+    l_part = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)  # each thread's share of the row sums, summed at the end
     acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
     if not BIAS_ASYNC:
         vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l,
