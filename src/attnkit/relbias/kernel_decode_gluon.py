@@ -94,8 +94,8 @@ def _codes_to(x, DT: gl.constexpr, CVT: gl.constexpr):
 @gluon.jit
 def _issue(K, V, raw_k, raw_v, slot, n0, s_hi, b, k_start, g_kv, BLOCK_TABLE, stride_bt, stride_kb, stride_kt,
            stride_kh, PAGED: gl.constexpr, PAGE: gl.constexpr, HEAD_DIM: gl.constexpr, cp_l: gl.constexpr):
-    """Start copying the key and value codes of keys n0 .. n0 + 63 (those from s_hi on zero-filled) into ring slot
-    `slot`, and commit the group (also when every key is past s_hi: the group count stays one per tile)."""
+    """Start copying the key and value codes of keys n0 .. n0 + BLOCK_N - 1 (those from s_hi on zero-filled) into
+    ring slot `slot`, and commit the group (also when every key is past s_hi: the group count stays one per tile)."""
     BLOCK_N: gl.constexpr = raw_k.shape[1]
     j = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, cp_l))
     ok = j < s_hi
@@ -115,7 +115,7 @@ def _issue(K, V, raw_k, raw_v, slot, n0, s_hi, b, k_start, g_kv, BLOCK_TABLE, st
 
 @gluon.jit
 def _key_operand(raw, DT: gl.constexpr, CVT: gl.constexpr, s_l: gl.constexpr):
-    """KREG: the key tile [64, D] as the score product's A operand in registers, straight from its raw codes: each
+    """KREG: the key tile [BLOCK_N, D] as the score product's A operand in registers, straight from its raw codes: each
     thread loads them as an 8-bit operand holds them (four consecutive codes per register: one 32-bit shared load),
     converts them in place, and the tile is renamed, not moved, into the 16-bit operand layout: a k32 block's
     positions 16h + 4c + 2e1 + e0 (thread column c) become 16h + 8e1 + 2c + e0. Q^T's dims follow the same order
@@ -129,8 +129,8 @@ def _key_operand(raw, DT: gl.constexpr, CVT: gl.constexpr, s_l: gl.constexpr):
 
 @gluon.jit
 def _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, slot, row, col, pred, HEAD_DIM: gl.constexpr):
-    """TMA: start copying the key and value codes of rows row .. row + 63 (columns col .. col + HEAD_DIM) into ring
-    slot `slot`, signalling its barrier with the bytes they bring (skipped when pred is false). Rows past the
+    """TMA: start copying the key and value codes of rows row .. row + BLOCK_N - 1 (columns col .. col + HEAD_DIM) into
+    ring slot `slot`, signalling its barrier with the bytes they bring (skipped when pred is false). Rows past the
     tensor's end arrive as zeros; rows past the split (the next sequence's keys) arrive as they are."""
     mbarrier.expect(bars.index(slot), 2 * raw_k.shape[1] * HEAD_DIM, pred=pred)
     tma.async_copy_global_to_shared(K_DESC, [row, col], bars.index(slot), raw_k.index(slot), pred=pred)
@@ -140,9 +140,10 @@ def _tma_issue(K_DESC, V_DESC, raw_k, raw_v, bars, slot, row, col, pred, HEAD_DI
 @gluon.jit
 def _bias_issue(bias_slot, tab_row, pos, row_ok, n0, s_hi, E, win, shift, HAS_WINDOW: gl.constexpr,
                 bl_l: gl.constexpr):
-    """BIAS_ASYNC: start copying the bias of keys n0 .. n0 + 63 into bias_slot [rows, 64] (fp32), one 4-byte cp.async
-    per visible (row, key) pair from the table at the index clamped into it, the others zero-filled (not committed:
-    the caller's group). In shared memory the values cannot hold up a proxy fence, as table loads in flight do."""
+    """BIAS_ASYNC: start copying the bias of keys n0 .. n0 + BLOCK_N - 1 into bias_slot [rows, BLOCK_N] (fp32), one
+    4-byte cp.async per visible (row, key) pair from the table at the index clamped into it, the others zero-filled
+    (not committed: the caller's group). In shared memory the values cannot hold up a proxy fence, as table loads in
+    flight do."""
     pr = gl.convert_layout(pos, gl.SliceLayout(1, bl_l))
     ok = gl.convert_layout(row_ok, gl.SliceLayout(1, bl_l))
     tr = gl.convert_layout(tab_row, gl.SliceLayout(1, bl_l))
@@ -230,7 +231,7 @@ def relbias_decode_gluon_kernel(
         raw_sl: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # [slot,] key, code
     q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
     cols_l: gl.constexpr = gl.SliceLayout(0, s_l)
-    bl_l: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [NW, 1], [1, 0])  # the bias copies [rows, 64]
+    bl_l: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [NW, 1], [1, 0])  # the bias copies [rows, BLOCK_N]
 
     split = gl.program_id(0)
     b = gl.program_id(1)
@@ -334,7 +335,6 @@ def relbias_decode_gluon_kernel(
         col_scale = gl.full([ROWS], 1.0, gl.float32, layout=cols_l) * qk_scale
     q_t = q_smem.permute((1, 0))  # Q^T [D, ROWS]
 
-
     if not KREG:
         k_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
     v_smem = gl.allocate_shared_memory(DT, [BLOCK_N, HEAD_DIM], tile_sl)
@@ -407,8 +407,8 @@ def relbias_decode_gluon_kernel(
     if TMA:
         for i in gl.static_range(STAGES):
             mbarrier.invalidate(bars.index(i))
-    else:
-        async_copy.wait_group(0)  # no copy outlives the program
+    if BIAS_ASYNC or not TMA:
+        async_copy.wait_group(0)  # no cp.async copy outlives the program (the bias ring's too, beside TMA)
 
     l_i = gl.sum(l_part, 0)
     acc = acc * gl.load(V_SCALE + g_kv)
