@@ -26,6 +26,39 @@ def test_headpad_forced_splits(num_splits, block_s, out_dc, device):
     assert c.ok, c.reason
 
 
+@pytest.mark.parametrize("merge_dc,block_s", [(64, None), (128, 1), (256, None)])
+def test_merge_output_chunks(merge_dc, block_s, device):
+    """merge_dc: the finishing merge in programs of merge_dc output dims (the RoPE dims and the LSE in a row's last
+    program): the oracle's answer, with the fp32 output (the MXFP8 quantizer's input) and the MXFP8 bytes too, and
+    in the interpreter the bits of one program per row (each output dim sums the same splits in the same order)."""
+    from attnkit.mqa_decode import mqa_decode_attention
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 5)
+    T, H_pad = inp["q"].shape[:2]
+
+    def call(dc):
+        f8 = torch.full((T, H_pad, 512), 0x7E, dtype=torch.uint8, device=device)
+        sc = torch.full((T, H_pad, 16), 0xAB, dtype=torch.uint8, device=device)
+        r = mqa_decode_attention(inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
+                                 inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"],
+                                 inp["softmax_scale"], inp["comp_format"], num_splits=3, kernel="headpad",
+                                 merge_dc=dc, _merge_block_s=block_s, out_fp8=f8.view(torch.float8_e4m3fn),
+                                 out_scale=sc, _return_fp32=True)
+        return r + (f8, sc)
+
+    out, lse, o32, f8, sc = call(merge_dc)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+    whole = call(512)
+    assert bool((f8[:, inp["num_heads"]:] == 0x7E).all()) and bool((sc[:, inp["num_heads"]:] == 0xAB).all())
+    if device == "cpu":
+        for x, y in zip((out, lse, o32, f8, sc), whole):
+            assert torch.equal(x, y)
+    with pytest.raises(ValueError, match="merge_dc"):
+        call(96)
+
+
 def test_headpad_deterministic(device):
     inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 4)
     a, b = mqa_headpad_call(inp), mqa_headpad_call(inp)

@@ -436,6 +436,17 @@ SWEEPS["mqa-gluon-early"] = Sweep(
      ("rule", dict(kernel="swapab", gluon=True)),
      ("early", dict(kernel="swapab", gluon=True, gluon_early=True))))
 
+SWEEPS["mqa-merge-dc"] = Sweep(
+    "mqa_decode", "the finishing merge in programs of merge_dc output dims (512: one program per token and head, "
+    "the merge as measured before the option) for both kernels, attention with its merge",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 4, 16)),
+    (("swapab-dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
+     ("swapab-dc256", dict(kernel="swapab", gluon=True, merge_dc=256)),
+     ("swapab-dc128", dict(kernel="swapab", gluon=True, merge_dc=128)),
+     ("swapab-dc64", dict(kernel="swapab", gluon=True, merge_dc=64)),
+     ("headpad-dc512", dict(kernel="headpad", merge_dc=512)),
+     ("headpad-dc128", dict(kernel="headpad", merge_dc=128))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "

@@ -16,6 +16,17 @@ DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
                         "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
                         "4: no score product)")
+# The finishing merge's programs: one per (token, head) and MERGE_DC output dims. 512 (one program per row) is the
+# merge every measurement up to this option used; other values not timed yet (sweep mqa-merge-dc).
+MERGE_DC = IntOption("merge_dc", "ATTNKIT_MQA_MERGE_DC", 512, 64, 512,
+                     "output dims per program of the finishing merge (64, 128, 256 or 512)")
+
+
+def merge_warps(merge_dc: int) -> int:
+    """Warps per merge program: 8 at 512 dims (the merge as measured before the option), 4 / 2 / 2 below."""
+    return max(2, min(8, merge_dc // 64))
+
+
 SWAPAB_WARPS = IntOption("num_warps", "ATTNKIT_MQA_SWAPAB_WARPS", 8, 4, 8, "warps per swap-AB program (4 or 8)")
 SWAPAB_BLOCK_N = IntOption("block_n", "ATTNKIT_MQA_SWAPAB_BLOCK_N", 32, 32, 64,
                            "slots per swap-AB tile (32 or 64)")

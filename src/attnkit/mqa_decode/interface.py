@@ -77,7 +77,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, pdl=None, _perturb=None,
+                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, merge_dc=None, pdl=None,
+                         _perturb=None,
                          _return_fp32=False,
                          _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
@@ -101,6 +102,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
     formats. num_splits: slot-list splits per token (default: the split rule);
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
+    merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
+    ``ATTNKIT_MQA_MERGE_DC`` or 512: one program per token and head).
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
@@ -149,8 +152,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT,
-                         headpad_plan, swapab_plan, use_swapab)
+    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT,
+                         headpad_plan, merge_warps, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
@@ -238,9 +241,12 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             num_warps=plan.num_warps, PDL=use_pdl, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
-        mqa_merge_kernel[(R,)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
+        mdc = MERGE_DC.resolve(merge_dc)
+        require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
+        mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
                                BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
-                               ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, num_warps=8,
+                               ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, BLOCK_D=mdc,
+                               num_warps=merge_warps(mdc),
                                **pl)
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
