@@ -16,10 +16,21 @@ DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
                         "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
                         "4: no score product)")
-# The finishing merge's programs: one per (token, head) and MERGE_DC output dims. 512 (one program per row) is the
-# merge every measurement up to this option used; other values not timed yet (sweep mqa-merge-dc).
-MERGE_DC = IntOption("merge_dc", "ATTNKIT_MQA_MERGE_DC", 512, 64, 512,
-                     "output dims per program of the finishing merge (64, 128, 256 or 512)")
+# The finishing merge's programs: one per (token, head) and merge_dc output dims. Sweep mqa-merge-dc
+# (benchmarks/sweeps/h200-870bea3/sweep-mqa-merge-dc.json, 5 rounds, attention with its merge, paired medians):
+# the Gluon swap-AB kernel's merge at 256 against 512 dims: 1 token 0.938 / 0.952 (fp8, 16 / 32 heads) and
+# 0.946 / 0.958 (nvfp4), 4 tokens 0.998 / 0.977 and 0.995 / 0.977, 16 tokens 1.015 / 0.992 and 0.989 / 0.994;
+# 128 and 64 dims slower than 256 on every case. The head-padded kernel's merge at 128 dims: slower than at 512
+# on every case (by 1-6 %). So 256 for the swap-AB kernel up to 4 tokens (5-15 tokens not timed), else 512.
+MERGE_DC = IntOption("merge_dc", "ATTNKIT_MQA_MERGE_DC", None, 64, 512,
+                     "output dims per program of the finishing merge (64, 128, 256 or 512); default: the rule "
+                     "(256 for the swap-AB kernel up to 4 tokens, else 512)")
+MERGE_DC_SWAPAB, MERGE_DC_SWAPAB_MAX_T = 256, 4
+
+
+def merge_dc_rule(kernel: str, T: int) -> int:
+    """Output dims per merge program: a pure function of the kernel and the step's tokens (evidence above)."""
+    return MERGE_DC_SWAPAB if kernel == "swapab" and T <= MERGE_DC_SWAPAB_MAX_T else 512
 
 
 def merge_warps(merge_dc: int) -> int:

@@ -58,7 +58,7 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
                            enable_fp_fusion=False, **pdl_launch(use_pdl))
 
 
-LAUNCHED_KEYS: list = []  # compile keys of the attention launches, appended in launch order (for tests)
+LAUNCHED_KEYS: list = []  # compile keys of the attention and merge launches, appended in launch order (for tests)
 
 
 def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False) -> tuple:
@@ -103,7 +103,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     formats. num_splits: slot-list splits per token (default: the split rule);
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
-    ``ATTNKIT_MQA_MERGE_DC`` or 512: one program per token and head).
+    ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 4 tokens, else 512).
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
@@ -153,7 +153,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
     from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT,
-                         headpad_plan, merge_warps, swapab_plan, use_swapab)
+                         headpad_plan, merge_dc_rule, merge_warps, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
@@ -241,8 +241,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             num_warps=plan.num_warps, PDL=use_pdl, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
-        mdc = MERGE_DC.resolve(merge_dc)
+        mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
+        LAUNCHED_KEYS.append(("merge" + ("_pdl" if use_pdl else ""), mdc, merge_warps(mdc), want32))
         mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
                                BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
                                ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, BLOCK_D=mdc,
@@ -292,7 +293,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, pdl=None) -> set:
-    """Compile the attention kernels a layer's steps will launch (fixed H, format, list lengths) before
+    """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
     from ..reference.mqa_decode import RECORD_FORMATS
