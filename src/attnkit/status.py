@@ -22,10 +22,11 @@ KERNEL_PATHS = {
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
-         "loaded before the query; gated on the H200 at d72dcca, d3eb8f4, f206dd4 and a9a4b6f; the dispatched path for "
-         "16 / 32 heads on the H200: 1.74-2.47x faster than head-padded for 1-16 tokens at f5da104 (fp8 2.13-2.47 / "
-         "1.89-2.31 at 16 / 32 heads, nvfp4 1.97-2.18 / 1.74-2.00), 16-token step 17.4-17.7 us: the 2.2x / 1.8x and "
-         "10 us targets are met only in part; 64 tokens 2.76-3.80x at f206dd4)", "implemented"),
+         "loaded before the query, its merge in programs of 256 output dims up to 4 tokens; gated on the H200 at "
+         "d72dcca, d3eb8f4, f206dd4, a9a4b6f and d343e01; the dispatched path for 16 / 32 heads on the H200: "
+         "1.78-2.47x faster than head-padded for 1-16 tokens at d343e01 (fp8 2.15-2.47 / 1.94-2.29 at 16 / 32 heads, "
+         "nvfp4 1.99-2.19 / 1.78-1.99), 16-token step 17.2-17.4 us: the 2.2x / 1.8x and 10 us targets are met only in "
+         "part; 64 tokens 2.76-3.80x at f206dd4)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
@@ -43,9 +44,10 @@ KERNEL_PATHS = {
         ("fp8 decode in Gluon for sm_90 (swap-AB tiles: keys on the MMA's M side, the packed rows on N; code tiles by "
          "TMA, keys converted in registers into the score product's operand, values once into shared memory, the "
          "bias copied a ring ahead, fp16 products; dispatched by gluon_decode_rule for tiles of at most 8 packed rows "
-         "over contiguous fp8 caches; gated on the H200 at f5da104 in six configurations): fp8 decode b32 x 8K "
-         "153.9 us, 1.69x faster than the Triton decode kernel (260.3) and 0.60x the bf16 decode (256.7) in the same "
-         "run: the 0.5x target is not met; fp8 b1 x 64K 58.4 us against the Triton kernel's 70.6 (sweep at 64d11b8)",
+         "over contiguous fp8 caches; gated on the H200 at f5da104 in six configurations, as dispatched again at "
+         "83be191): fp8 decode b32 x 8K 153.2 us at 83be191, 1.69x faster than the Triton decode kernel (259.2) and "
+         "0.60x the bf16 decode (256.4) in the same run: the 0.5x target is not met; fp8 b1 x 64K 58.4 us against the "
+         "Triton kernel's 70.6 (sweep at 64d11b8)",
          "implemented"),
         ("paged KV writer (fp8 quantizing; byte-exact in the interpreter and in its H200 test at b166879)",
          "implemented"),
