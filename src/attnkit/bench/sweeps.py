@@ -447,6 +447,15 @@ SWEEPS["mqa-merge-dc"] = Sweep(
      ("headpad-dc512", dict(kernel="headpad", merge_dc=512)),
      ("headpad-dc128", dict(kernel="headpad", merge_dc=128))))
 
+SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
+    "relbias", "the warp-specialized Gluon forward kernel's bias gathered in 64-bit pairs (gluon_bias_pairs) against "
+    "the dispatched kernel, on the cases gluon_ws_rule sends to it and a windowed one forced onto it",
+    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k", "relbias-model-prefill-8k-w1024"),
+    (("rule", dict(gluon=None)),
+     ("pairs", dict(gluon=None, gluon_bias_pairs=True)),
+     ("ws", dict(gluon=True, gluon_ws=True)),
+     ("ws-pairs", dict(gluon=True, gluon_ws=True, gluon_bias_pairs=True))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "

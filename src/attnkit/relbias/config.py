@@ -341,6 +341,15 @@ GLUON_TREE_REDUCE = Switch("gluon_tree_reduce", "ATTNKIT_RELBIAS_GLUON_TREE_REDU
                            "sums as trees (column halves combined elementwise) instead of one dependent chain along a "
                            "thread's columns; the sums' order changes, so the last bits may; off: no faster "
                            "(relbias-gluon-ws-5 sweep)")
+# Pairs: in the warpgroup MMA's accumulator a thread holds each row's scores in column pairs (c, c + 1), whose
+# distances are the strip's t and t - 1; one 64-bit gather of (strip[t], strip[t - 1]) serves both. In the sm_90 SASS
+# of the dispatched warp-specialized kernel (compile_check --census) the interior loop's LDS go from 63 to 31 and the
+# loop from 581 to 572 instructions (the second strip load and the packing take most of the rest). Not timed yet
+# (sweep relbias-gluon-ws-pairs); off until it is.
+GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS", False,
+                          "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered from its strip "
+                          "in 64-bit pairs (one shared-memory load per two scores of a row) instead of one load per "
+                          "score; the same values")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -434,6 +443,7 @@ class GluonFwdConfig:
     k_release: bool = False  # key slots released after the score products (gluon_k_release)
     k_early: bool = False  # one-warpgroup kernel: key tiles issued after the score products (gluon_k_early)
     tree: bool = False  # the overlapped schedule's row maxima and sums as trees (gluon_tree_reduce)
+    bias_pairs: bool = False  # warp-specialized: the bias gathered in 64-bit pairs (gluon_bias_pairs)
 
     @property
     def block_m(self) -> int:
@@ -499,7 +509,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
-                     k_early: bool = False, tree: bool = False) -> GluonFwdConfig:
+                     k_early: bool = False, tree: bool = False, bias_pairs: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -508,7 +518,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     128 query rows a program); pingpong: its consumers take turns (None: the rule, off, see GLUON_PINGPONG);
     persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
-    reductions of the overlapped schedule (both kernels) as trees."""
+    reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
+    gathered in 64-bit pairs."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -524,6 +535,10 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_k_release: the key slots of the warp-specialized kernel's ring (gluon_ws)")
     if tree and not pipe:
         raise ValueError("gluon_tree_reduce: in the overlapped schedule only (gluon_pipe)")
+    if bias_pairs and not ws:
+        raise ValueError("gluon_bias_pairs: the warp-specialized kernel's bias gather (gluon_ws)")
+    if bias_pairs and not bias_gather:
+        raise ValueError("gluon_bias_pairs: pairs of the strip's gather; not with gluon_bias_gather=False")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
     pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)
@@ -557,10 +572,13 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     if bias_acc and bias_early:
         raise ValueError("gluon_bias_acc: builds each tile's bias before its score product, so gluon_bias_early "
                          "(before the scores are waited for) does not apply; set one of the two")
+    if bias_pairs and not bias_acc:
+        raise ValueError("gluon_bias_pairs: gathers the bias that starts the score product (gluon_bias_acc); not "
+                         "with gluon_bias_acc=False")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
                           ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early,
-                          tree=bool(tree))
+                          tree=bool(tree), bias_pairs=bool(bias_pairs))
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -64,7 +64,8 @@ def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: 
 
 @gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
-               strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None):
+               strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None,
+               PAIRS: gl.constexpr = False):
     """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
     distances base .. (base: the tile's smallest distance, the first row's to the last key) by a gather (GATHER), or
     one cached table load per score. Independent of the scores, so it may be built while their product runs.
@@ -72,7 +73,23 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
     score product's accumulator."""
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
-    if GATHER:
+    if GATHER and PAIRS:
+        # a thread holds each row's scores in column pairs (c, c + 1), c even: their distances are the strip's
+        # t and t - 1 at t = r - c + BLOCK_N - 1, so one 64-bit gather of (strip[t], strip[t - 1]) serves both
+        S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
+        t = gl.arange(0, S_LEN, layout=strip_l)
+        here = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul).to(gl.uint32, bitcast=True).to(gl.uint64)
+        prev = _bias_at(tab, base + t - 1, E, CLAMP, ACC, bias_mul).to(gl.uint32, bitcast=True).to(gl.uint64)
+        packed = here | (prev << 32)
+        gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
+        g_even, g_odd = gl.split(gl.reshape(gidx, [BLOCK_M, BLOCK_N // 2, 2]))
+        got = gl.gather(packed, gl.reshape(g_even, [BLOCK_M * (BLOCK_N // 2)]), 0)
+        got = gl.reshape(got, [BLOCK_M, BLOCK_N // 2])
+        b_even = (got & 0xFFFFFFFF).to(gl.uint32).to(gl.float32, bitcast=True)
+        b_odd = (got >> 32).to(gl.uint32).to(gl.float32, bitcast=True)
+        bias = gl.reshape(gl.join(b_even, b_odd), [BLOCK_M, BLOCK_N])
+        bias = gl.convert_layout(bias, s_l)
+    elif GATHER:
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
         strip = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul)

@@ -225,6 +225,15 @@ def _variants():
                          PERTURB=0, GATHER=True, ACC=gc.bias_acc, PINGPONG=pp, KREL=gc.k_release,
                          **(dict(UNUSED_TURNS=True) if bug else {})),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
+    for D, bn, win, clamp in ((128, 128, False, False), (128, 128, True, True), (64, 64, True, False)):
+        desc = f"tensordesc<bf16[{bn}, {D}],{KV_LAYOUT!r}>"  # the bias gathered in 64-bit pairs (gluon_bias_pairs)
+        out.append((f"relbias_fwd_gluon_ws D{D} bn{bn} s2 acc krel pairs" + (" window" if win else "")
+                    + (" clamp" if clamp else ""), relbias_fwd_gluon_ws_kernel,
+                    dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
+                         CU_K="*i32"),
+                    dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=2, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0,
+                         GATHER=True, ACC=True, PINGPONG=False, KREL=True, PAIRS=True),
+                    dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"  # as dispatched, with the row reductions as trees
     out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel tree", relbias_fwd_gluon_ws_kernel,
                 dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
