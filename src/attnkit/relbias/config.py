@@ -344,12 +344,17 @@ GLUON_TREE_REDUCE = Switch("gluon_tree_reduce", "ATTNKIT_RELBIAS_GLUON_TREE_REDU
 # Pairs: in the warpgroup MMA's accumulator a thread holds each row's scores in column pairs (c, c + 1), whose
 # distances are the strip's t and t - 1; one 64-bit gather of (strip[t], strip[t - 1]) serves both. In the sm_90 SASS
 # of the dispatched warp-specialized kernel (compile_check --census) the interior loop's LDS go from 63 to 31 and the
-# loop from 581 to 572 instructions (the second strip load and the packing take most of the rest). Not timed yet
-# (sweep relbias-gluon-ws-pairs); off until it is.
+# loop from 581 to 572 instructions (the second strip load and the packing take most of the rest). Timed at 84fd186
+# (`benchmarks/sweeps/h200-84fd186/sweep-relbias-gluon-ws-pairs.json`, 5 rounds, paired pairs / without): prefill 8K
+# global 0.998 [0.990-1.009] (the rule's kernel; within the spread), chunks of 128 against 8K 0.994 [0.987-0.998],
+# window 1024 on the warp-specialized kernel 0.923 [0.920-0.924] (717 against 777 us) but not faster than the
+# one-warpgroup kernel the rule sends it to (708). With it on, prefill 8K beside cuDNN: 2200 against 1755 us, 1.25x
+# (`benchmarks/experiments/relbias-pairs-prefill-8k-h200-84fd186.json`). Halving the strip's loads does not move the
+# 8K loop: off (gated all the same, relbias/gluon_fwd_ws_pairs, every perturbation caught).
 GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS", False,
                           "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered from its strip "
                           "in 64-bit pairs (one shared-memory load per two scores of a row) instead of one load per "
-                          "score; the same values")
+                          "score; the same values; off: no faster at 8K global, the relbias-gluon-ws-pairs sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,

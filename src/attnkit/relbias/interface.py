@@ -180,7 +180,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     timed by the relbias-gluon-ws-3 sweep); ``gluon_tree_reduce`` (both Gluon kernels' row maxima and sums as trees
     instead of dependent chains, in the overlapped schedule; off: no faster, the relbias-gluon-ws-5 sweep);
     ``gluon_bias_pairs`` (the warp-specialized kernel's bias gathered in 64-bit pairs, one shared-memory load per two
-    scores of a row, the same values; off: not timed yet);
+    scores of a row, the same values; off: no faster at 8K global, the relbias-gluon-ws-pairs sweep);
     ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
