@@ -456,6 +456,13 @@ SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
      ("ws", dict(gluon=True, gluon_ws=True)),
      ("ws-pairs", dict(gluon=True, gluon_ws=True, gluon_bias_pairs=True))))
 
+SWEEPS["mqa-merge-dc-2"] = Sweep(
+    "mqa_decode", "the swap-AB kernel's merge at 256 against 512 output dims per program at the token counts the "
+    "mqa-merge-dc grid did not time (2 and 8 tokens), attention with its merge",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (2, 8)),
+    (("swapab-dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
+     ("swapab-dc256", dict(kernel="swapab", gluon=True, merge_dc=256))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "
