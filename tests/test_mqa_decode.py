@@ -113,16 +113,18 @@ def test_warmup_compiles_the_key_a_step_launches(device):
 
 
 def test_merge_dc_rule_and_warmup():
-    """The merge's dims per program: a pure function of the kernel and the step's tokens; a warm-up to 8 tokens
-    compiles both merges a swap-AB layer launches (256 dims up to 4 tokens, 512 above), and the keys say which."""
+    """The merge's dims per program: a pure function of the kernel and the merge's rows (tokens x heads)."""
     from attnkit.mqa_decode.config import merge_dc_rule
-    assert [merge_dc_rule("swapab", t) for t in (1, 4, 5, 16, 64)] == [256, 256, 512, 512, 512]
-    assert {merge_dc_rule("headpad", t) for t in (1, 4, 16)} == {512}
+    assert [merge_dc_rule("swapab", t, 16) for t in (1, 4, 8, 9, 16, 64)] == [256, 256, 256, 512, 512, 512]
+    assert [merge_dc_rule("swapab", t, 32) for t in (1, 4, 5, 8)] == [256, 256, 512, 512]
+    assert {merge_dc_rule("headpad", t, h) for t in (1, 4, 16) for h in (16, 64)} == {512}
 
 
 def test_warmup_compiles_both_merges(device):
+    """A warm-up to 9 tokens at 16 heads compiles both merges a swap-AB layer launches (256 dims up to 8 tokens,
+    512 at 9), and the keys say which."""
     from attnkit.mqa_decode import interface as I
-    keys = I.mqa_decode_warmup(16, 64, "fp8", device, window=16, topk=48, max_tokens=6, kernel="swapab",
+    keys = I.mqa_decode_warmup(16, 64, "fp8", device, window=16, topk=48, max_tokens=9, kernel="swapab",
                                gluon=False)
     assert {k[1] for k in keys if k[0].startswith("merge")} == {256, 512}
 

@@ -22,7 +22,7 @@ KERNEL_PATHS = {
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
-         "loaded before the query, its merge in programs of 256 output dims up to 4 tokens; gated on the H200 at "
+         "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows; gated on the H200 at "
          "d72dcca, d3eb8f4, f206dd4, a9a4b6f and d343e01; the dispatched path for 16 / 32 heads on the H200: "
          "1.78-2.47x faster than head-padded for 1-16 tokens at d343e01 (fp8 2.15-2.47 / 1.94-2.29 at 16 / 32 heads, "
          "nvfp4 1.99-2.19 / 1.78-1.99), 16-token step 17.2-17.4 us: the 2.2x / 1.8x and 10 us targets are met only in "

@@ -21,16 +21,19 @@ DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
 # the Gluon swap-AB kernel's merge at 256 against 512 dims: 1 token 0.938 / 0.952 (fp8, 16 / 32 heads) and
 # 0.946 / 0.958 (nvfp4), 4 tokens 0.998 / 0.977 and 0.995 / 0.977, 16 tokens 1.015 / 0.992 and 0.989 / 0.994;
 # 128 and 64 dims slower than 256 on every case. The head-padded kernel's merge at 128 dims: slower than at 512
-# on every case (by 1-6 %). So 256 for the swap-AB kernel up to 4 tokens (5-15 tokens not timed), else 512.
+# on every case (by 1-6 %). At 2 and 8 tokens (benchmarks/sweeps/h200-5a1f4f2/sweep-mqa-merge-dc-2.json, 7 rounds):
+# 2 tokens 0.952 / 0.998 (fp8, 16 / 32 heads) and 0.949 / 0.998 (nvfp4), 8 tokens 0.978 / 1.024 and 0.980 / 0.998.
+# Up to 128 merged rows (tokens x heads) 0.938-0.998, never slower; above, mixed (16 heads x 16 tokens
+# 1.015 / 0.989, 32 x 8 1.024 / 0.998, 32 x 16 0.992 / 0.994). So 256 for the swap-AB kernel up to 128 rows, else 512.
 MERGE_DC = IntOption("merge_dc", "ATTNKIT_MQA_MERGE_DC", None, 64, 512,
                      "output dims per program of the finishing merge (64, 128, 256 or 512); default: the rule "
-                     "(256 for the swap-AB kernel up to 4 tokens, else 512)")
-MERGE_DC_SWAPAB, MERGE_DC_SWAPAB_MAX_T = 256, 4
+                     "(256 for the swap-AB kernel up to 128 merged rows, tokens x heads, else 512)")
+MERGE_DC_SWAPAB, MERGE_DC_SWAPAB_MAX_ROWS = 256, 128
 
 
-def merge_dc_rule(kernel: str, T: int) -> int:
-    """Output dims per merge program: a pure function of the kernel and the step's tokens (evidence above)."""
-    return MERGE_DC_SWAPAB if kernel == "swapab" and T <= MERGE_DC_SWAPAB_MAX_T else 512
+def merge_dc_rule(kernel: str, T: int, H: int) -> int:
+    """Output dims per merge program: a pure function of the kernel and the merge's rows T x H (evidence above)."""
+    return MERGE_DC_SWAPAB if kernel == "swapab" and T * H <= MERGE_DC_SWAPAB_MAX_ROWS else 512
 
 
 def merge_warps(merge_dc: int) -> int:

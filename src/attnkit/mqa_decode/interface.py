@@ -103,7 +103,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     formats. num_splits: slot-list splits per token (default: the split rule);
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
-    ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 4 tokens, else 512).
+    ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 128 merged rows
+    (tokens x heads), else 512).
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
@@ -241,7 +242,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             num_warps=plan.num_warps, PDL=use_pdl, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
-        mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T)
+        mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
         LAUNCHED_KEYS.append(("merge" + ("_pdl" if use_pdl else ""), mdc, merge_warps(mdc), want32))
         mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
