@@ -127,7 +127,8 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert use_decode(1, 8) and use_decode(16, 8) and use_decode(32, 8) and use_decode(16, 16)
     assert not use_decode(33, 1) and not use_decode(1, 129)
     v = decode_plan(1, 8, 8, 128, 32, 65536, 132, "cuda", extent=8192)  # 32 tokens x 8 heads: 2 blocks of 128 rows
-    assert v.block_r == 128 and v.token_blocks == 2 and v.num_splits == 33 and v.split_loops
+    # 33 splits by the target, the last one empty: trimmed to 32
+    assert v.block_r == 128 and v.token_blocks == 2 and v.num_splits == 32 and v.split_loops
     assert v.num_warps == 8 and v.num_stages == 3 and v.strip == 128 and v.strip_g == 8  # long splits (31 tiles)
     # 8K: the split target leaves short splits (17 of 8 tiles); one wave of 128-row programs (2 token blocks x 8 KV
     # heads x 8 splits = 128 <= 132 SMs) keeps 16 tiles a split: the verify one-wave rule
@@ -136,10 +137,10 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192, num_splits=8) == vs  # forced: the same
     # fewer keys (4K: one wave would leave 8 tiles a split): short splits, 64-row tiles at 2 stages
     vs = decode_plan(1, 8, 8, 128, 32, 4096, 132, "cuda", extent=8192)
-    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
+    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 16, 4, 2)  # 17, trimmed
     # a forced split count or split target keeps the rule before it (the split target's tile)
     vs = decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", extent=8192, ctas_per_sm=4)
-    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 17, 4, 2)
+    assert (vs.block_r, vs.token_blocks, vs.num_splits, vs.num_warps, vs.num_stages) == (64, 4, 16, 4, 2)  # 17, trimmed
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cuda", num_warps=4).block_r == 128  # an option: no verify rule
     assert decode_plan(1, 8, 8, 128, 32, 8192, 132, "cpu").block_r == 128  # the interpreter keeps one tile shape
     # the strip (a power of two >= tokens per tile + keys per tile): over contiguous caches; an explicit value wins
@@ -151,7 +152,8 @@ def test_dispatch_rule_is_a_pure_function_of_shapes():
     assert decode_plan(1, 4, 3, 128, 16, 8192, 132, "cuda", block_n=32).strip_g == 4  # 3 heads: strips of 4 rows
     assert decode_plan(1, 8, 3, 128, 5, 100, 132, "cuda").token_blocks == 1  # 15 rows in one 16-row tile
     p = decode_plan(1, 8, 8, 128, 1, 65536, 132, "cuda")  # 4 programs per SM: 528 over 8 KV heads
-    assert p.block_r == 16 and p.num_splits == 66 and p.keys_per_split * p.num_splits >= 65536
+    # 66 splits by the target, of 16 key tiles each: the last two were empty, trimmed to 64
+    assert p.block_r == 16 and p.num_splits == 64 and p.keys_per_split * p.num_splits == 65536
     assert p.num_warps == 4 and p.num_stages == 3
     assert decode_plan(32, 8, 8, 128, 1, 65536, 132, "cuda").num_splits == 3
     pp = decode_plan(32, 8, 8, 128, 1, 8192, 132, "cuda", paged=True)  # paged: 2 per SM, 2 stages
@@ -426,7 +428,8 @@ def test_paged_decode_rule_on_sm90():
     assert p256.page_tiles and p256.block_n == 64
     p16 = decode_plan(*args, paged=True, extent=8192, page=16, sm90=True)
     assert (p16.page_tiles, p16.block_n, p16.num_stages, p16.strip) == (False, 128, 5, 0)
-    assert decode_plan(1, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, extent=8192, page=16, sm90=True).num_splits == 17
+    p1 = decode_plan(1, 8, 8, 128, 1, 8192, 132, "cuda", paged=True, extent=8192, page=16, sm90=True)
+    assert p1.num_splits == 16  # 17 by the target, the last one empty: trimmed
     old = decode_plan(*args, paged=True, extent=8192, page=64)  # not sm_90: the earlier rule
     assert (old.page_tiles, old.block_n, old.num_stages, old.strip) == (False, 128, 2, 0)
     for kw in (dict(fp8=True), dict(page_tiles=False), dict(block_n=128), dict(num_stages=2)):
@@ -500,9 +503,10 @@ def test_decode_plan_covers_every_key_and_token_and_the_one_wave_rule_keeps_its_
             continue
         p = decode_plan(batch, hkv, group, 128, q, k, sms, "cuda", extent=8192, sm90=True)
         tiles = -(-k // p.block_n)
-        # every key in some split (a split past the keys is allowed: the split target can ask for more splits than
-        # ceil(tiles / tiles per split); such a split writes an empty partial, which the merge skips)
+        # every key in some split, and no split past the keys (the rule's target need not divide the tiles; an
+        # explicit num_splits may still ask for empty trailing splits, which write empty partials the merge skips)
         assert p.num_splits * p.keys_per_split >= k and p.keys_per_split % p.block_n == 0, (batch, q, k, p)
+        assert (p.num_splits - 1) * p.keys_per_split < k, (batch, hkv, group, q, k, p)
         assert p.token_blocks * (p.block_r // group) >= q
         short = decode_plan(batch, hkv, group, 128, q, k, sms, "cuda", extent=8192, sm90=True, ctas_per_sm=4)
         if p.block_r == 128 and short.block_r == 64:  # the one-wave rule took it
@@ -511,3 +515,9 @@ def test_decode_plan_covers_every_key_and_token_and_the_one_wave_rule_keeps_its_
             assert -(-tiles // p.num_splits) >= VERIFY_LONG_SPLIT_TILES, (batch, hkv, group, q, k, p)
             assert (p.num_splits - 1) * p.keys_per_split < k, (batch, hkv, group, q, k, p)
     assert one_wave > 0  # the rule was exercised
+    for (batch, group, q, k), (paged, fp8, page) in itertools.product(
+            itertools.product((1, 3, 32), (1, 8), (1, 16), (1000, 8192, 65536)),
+            ((False, True, 0), (True, False, 16), (True, False, 64), (True, True, 64))):
+        p = decode_plan(batch, 8, group, 128, q, k, sms, "cuda", extent=8192, sm90=True, paged=paged, fp8=fp8,
+                        page=page)
+        assert p.num_splits * p.keys_per_split >= k > (p.num_splits - 1) * p.keys_per_split, (batch, q, k, p)

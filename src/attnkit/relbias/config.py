@@ -592,6 +592,9 @@ DECODE_MAX_ROWS = 128  # packed rows (tokens x query heads per KV head) of one d
 # sweep-relbias-decode-splits.json`, 7 rounds, medians in us): b1 x 64K, the rule (66 splits) 76.6, 33 splits or 2 per
 # SM 75.5, 16 / 48 / 99 / 132 splits 87.1 / 87.4 / 80.4 / 83.1, 6 per SM 80.3; fp8 b32 x 8K, the rule (2 splits) 262.5,
 # 1 / 4 / 16 / 33 splits 329.7 / 263.5 / 265.3 / 282.6, 2 or 6 per SM 262.8 / 262.1. Within 1.5 % of the best: kept.
+# Since then the rule drops the trailing splits that its target leaves without keys (b1 x 64K: 66 -> 64 splits of
+# 16 tiles; 32 tokens against 64K: 33 -> 32): the same wave and the same work per program, so no slower is the
+# prediction; not re-timed.
 SPLIT_TARGET_CTAS_PER_SM = 4  # split rule: programs per SM the splits aim for (contiguous bf16 / fp16 caches)
 PAGED_CTAS_PER_SM, FP8_CTAS_PER_SM = 2, 3  # paged caches; contiguous fp8 caches (the sweeps above)
 
@@ -749,7 +752,10 @@ def decode_plan(batch: int, hkv: int, group: int, head_dim: int, max_seqlen_q: i
             raise ValueError(f"decode_rows: {group} query heads per KV head exceed the decode tile's {rows} rows")
         blocks = -(-max(1, max_seqlen_q) // tpb)
         ns = forced or max(1, min(-(-(target * sm_count) // max(1, batch * hkv * blocks)), tiles))
-        return rows, tpb, blocks, ns, -(-tiles // ns)
+        tps = -(-tiles // ns)
+        if not forced:  # no split past the keys: the target need not divide the tiles (b1 x 64K: 66 -> 64 splits)
+            ns = -(-tiles // tps)
+        return rows, tpb, blocks, ns, tps
 
     rows, tokens_per_block, token_blocks, num_splits, tiles_per_split = layout(cap)
     w, stages = num_warps, num_stages
