@@ -1,6 +1,7 @@
 """Benchmark harness pieces that run without a GPU: statistics, input rotation, floors, the
 artifact schema, and `attnkit report` (deterministic, generated from artifacts alone)."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -308,3 +309,73 @@ def test_every_sweep_grid_has_run():
         if not any(want <= got for got in ran.values()):
             missing.append(name)
     assert not missing, f"sweep grids never run (no artifact holds their cases and settings): {missing}"
+
+
+def test_targets_name_bench_cases_and_registered_providers():
+    """Every target names cases of the bench tier and providers registered for its family (a renamed case or
+    provider would leave a target silently 'not measured')."""
+    from attnkit.bench.providers import PROVIDERS
+    from attnkit.bench.targets import TARGETS
+    bench = {c.id for c in shapes.cases(tier="bench")}
+    for t in TARGETS:
+        names = {p.name for p in PROVIDERS[t.family]}
+        assert t.provider in names and (t.den is None or t.den in names), t
+        if t.measure == "rel_rms":
+            assert any(c.startswith(t.cases[0]) for c in bench), t
+            continue
+        for c in t.cases:
+            for cid in (c if isinstance(c, tuple) else (c,)):
+                assert cid in bench and cid.startswith(t.family), (t.what, cid)
+    assert {t.family for t in TARGETS} == {"relbias", "sparse_int8", "mqa_decode"}
+
+
+def _target_row(table, what):
+    return next(line for line in table.splitlines() if line.startswith(f"| {what} |"))
+
+
+def test_target_table_verdicts(tmp_path):
+    """met / not met from the newest artifact that holds each case, a peer that failed is not counted, an unmeasured
+    case says so; checked on synthetic artifacts (shown failing with the bound's sense reversed)."""
+    from attnkit.bench.targets import TARGETS, target_table
+    art = _artifact(tmp_path)
+    dec = "relbias-model-decode-b1-64k"
+    ours = {"family": "relbias", "case": dec, "provider": "attnkit_fwd", "status": "ok", "timing": "cuda-graph",
+            "median_us": 70.0, "p20_us": 69.0, "p80_us": 71.0, "floor_us": 62.0, "byte_floor_us": 62.0,
+            "floor_bound": "bytes", "pct_of_floor": 88.0,
+            "ratios": {"flex_score_mod": {"median": 0.62, "p20": 0.61, "p80": 0.63, "n": 5}}}
+    art["providers"]["attnkit_fwd"] = {"kind": "ours", "what": "z"}
+    art["rows"].append(ours)
+    (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-29.json").write_text(json.dumps(art))
+    # a newer run of the same case, slower, and one where the peer failed on another decode case
+    newer = json.loads(json.dumps(art))
+    newer["env"]["time_utc"] = "2026-11-30T00:00:00Z"
+    newer["rows"] = [dict(ours, median_us=80.0, p20_us=79.0, p80_us=81.0),
+                     dict(ours, case="relbias-model-decode-b32-8k"),
+                     dict(art["rows"][0], case="relbias-model-decode-b32-8k", status="failed",
+                          error="InductorError: x")]
+    (tmp_path / "benchmarks" / "results" / "relbias-h200-2026-11-30.json").write_text(json.dumps(newer))
+    table = target_table("relbias", load_artifacts(tmp_path), tmp_path)
+    floor = _target_row(table, "every decode case within 1.25x of its byte floor")
+    assert "decode-b1-64k 1.29 [1.27–1.31], floor 62.0 us;" in floor  # 80 / 62 from the newer run: not met
+    # an unmeasured case counts as not met: 1 of the 6 decode cases
+    assert "decode-b32-8k 1.13 [1.11–1.15], floor 62.0 us ✓" in floor and "| 1 of 6 |" in floor
+    assert "paged-decode-b32-8k-bs16 not measured" in floor
+    flex = _target_row(table, "at least 1.5x faster than FlexAttention score_mod on decode")
+    assert "decode-b1-64k 0.62 [0.61–0.63] ✓" in flex  # the older run is the newest holding both providers
+    assert "decode-b32-8k not comparable (flex_score_mod failed: InductorError)" in flex and "| 1 of 7 |" in flex
+    assert "relbias-h200-2026-11-29.json" in flex
+    t = next(t for t in TARGETS if t.what == "every decode case within 1.25x of its byte floor")
+    import attnkit.bench.targets as T
+    flipped = tuple(dataclasses.replace(x, sense=">=") if x is t else x for x in T.TARGETS)
+    old, T.TARGETS = T.TARGETS, flipped
+    try:
+        assert "decode-b1-64k 1.29 [1.27–1.31], floor 62.0 us ✓" in _target_row(
+            target_table("relbias", load_artifacts(tmp_path), tmp_path), t.what)
+    finally:
+        T.TARGETS = old
+    # nothing measured at all
+    empty = tmp_path / "empty"
+    (empty / "benchmarks" / "results").mkdir(parents=True)
+    table = target_table("mqa_decode", load_artifacts(empty), empty)
+    assert "| no | h16-t16-fp8 not measured; h16-t16-nvfp4 not measured;" in _target_row(
+        table, "a 16-token step at most 10 us")

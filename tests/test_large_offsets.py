@@ -2,10 +2,10 @@
 cache, returns the bits it returns on the same data at the cache's start.
 
 The far copies live in sparse files mapped into memory (`far`): only the pages a kernel touches are ever read or
-written, so a 4-16 GB cache costs a few MB (the files are unlinked once mapped). Each far tensor starts 2^32 elements into its mapping, so an offset
-that wrapped at 32 bits lands in the mapping's zeros (a wrong answer, not a crash). In the interpreter an int32
-product wraps as on a GPU; the Gluon kernels (sm_90 only) run these tests on a GPU, where CUDA tensors of the same
-sizes are allocated outright.
+written, so a 4-16 GB cache costs a few MB (the files are unlinked once mapped). Each far tensor starts 2^32
+elements into its mapping, so an offset that wrapped at 32 bits lands in the mapping's zeros (a wrong answer, not a
+crash). In the interpreter an int32 product wraps as on a GPU; the Gluon kernels (sm_90 only) run these tests on a
+GPU, where CUDA tensors of the same sizes are allocated outright.
 """
 
 import math

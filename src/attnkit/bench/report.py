@@ -202,8 +202,12 @@ def kernel_table(family: str) -> str:
     return "\n".join(lines)
 
 
-def family_section(family: str, latest: dict, root: Path, fig: str | None) -> str:
+def family_section(family: str, latest: dict, root: Path, fig: str | None, arts=None) -> str:
+    from .targets import target_table
     parts = [kernel_table(family), ""]
+    if arts is not None:
+        parts += ["Targets (`attnkit/bench/targets.py`), each case's figure from the newest artifact that measured it:",
+                  "", target_table(family, arts, root), ""]
     if family in latest:
         for p, a, ks in latest[family]:
             parts.append(bench_table(family, p, a, root, only=ks))
@@ -268,7 +272,8 @@ def update_readme(text: str, family: str, body: str) -> str:
 def run_report(args) -> int:
     root = Path(args.root).resolve()
     readme = root / "README.md"
-    latest = latest_by_family(load_artifacts(root))
+    arts = load_artifacts(root)
+    latest = latest_by_family(arts)
     text = readme.read_text()
     for fam in FAMILIES:
         fig = None
@@ -276,7 +281,7 @@ def run_report(args) -> int:
             fig_path = root / "docs" / "figures" / f"{fam}-bench.png"
             render_figure(fam, latest[fam], fig_path)
             fig = fig_path.relative_to(root).as_posix()
-        text = update_readme(text, fam, family_section(fam, latest, root, fig))
+        text = update_readme(text, fam, family_section(fam, latest, root, fig, arts))
     readme.write_text(text)
     n = len({p for v in latest.values() for p, _, _ in v})
     print(f"README status tables regenerated from {n} artifact(s)", file=sys.stderr)
