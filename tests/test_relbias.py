@@ -91,6 +91,31 @@ def test_bad_metadata_raises(device):
         relbias_attention(*args, **kw, k_scale=torch.ones(2, device=device))
 
 
+@pytest.mark.parametrize("case_id", ["relbias-varlen-mixed3", "relbias-decode-b3-k203", "relbias-paged-bs16-decode"])
+def test_max_seqlens_below_the_batch_raise(case_id, device):
+    """max_seqlen_q / max_seqlen_k below the batch's longest sequence would leave rows uncomputed (the forward grid)
+    or keys unread (the decode split plan), silently: with validate they raise, naming the argument (shown
+    returning a wrong answer without the check); an overestimate gives the oracle's answer."""
+    inp = _inp(case_id, device)
+    cu = inp["cu_seqlens_q"].cpu()
+    lq = int((cu[1:] - cu[:-1]).max())
+    ck = inp["cu_seqlens_k"].cpu()
+    lk = int(inp["seqused_k"].max()) if "k_cache" in inp else int((ck[1:] - ck[:-1]).max())
+    with pytest.raises(ValueError, match="max_seqlen_k: .* below the batch's longest key sequence"):
+        relbias_kernel_call(inp, max_seqlen_k=lk - 1)
+    if lq > 1:
+        with pytest.raises(ValueError, match="max_seqlen_q: .* below the batch's longest query sequence"):
+            relbias_kernel_call(inp, max_seqlen_q=lq - 1)
+    for bad in (-1, 2.0, True, "8"):
+        with pytest.raises(ValueError, match="max_seqlen_k: must be an int"):
+            relbias_kernel_call(inp, max_seqlen_k=bad)
+    out, lse = relbias_kernel_call(inp, max_seqlen_q=lq + 5, max_seqlen_k=lk + 300)
+    ref, ref_lse = relbias_oracle(inp)
+    base, base_lse = relbias_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
 def test_paged_block_table_out_of_range_raises(device):
     inp = _inp("relbias-paged-bs16-decode", device)
     bt = inp["block_table"].clone()

@@ -4,6 +4,7 @@ config.py; semantics: docs/relbias.md and attnkit.reference.relbias."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import triton
@@ -124,6 +125,26 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
     return paged, fp8, Hkv, B
 
 
+def _check_max_seqlens(max_seqlen_q, max_seqlen_k, cu_seqlens_q, cu_seqlens_k, seqused_k, paged, B, validate):
+    """Caller-given ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan: one below the batch's longest
+    sequence would leave query rows uncomputed or keys unread. Ints >= 0 always; with ``validate`` (a sync) each at
+    least the batch's longest; without it (CUDA-graph capture, the custom ops) that is the caller's promise."""
+    for name, val in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if val is not None:
+            require(isinstance(val, numbers.Integral) and not isinstance(val, bool) and val >= 0, name,
+                    f"must be an int >= 0 (a host value), got {val!r}")
+    if not validate or B == 0:
+        return
+    if max_seqlen_q is not None:
+        longest = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max())
+        require(max_seqlen_q >= longest, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
+                f"sequence ({longest}): its rows past {max_seqlen_q} would not be computed")
+    if max_seqlen_k is not None:
+        longest = int((seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max())
+        require(max_seqlen_k >= longest, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
+                f"sequence ({longest}): the decode split plan would leave its keys past {max_seqlen_k} unread")
+
+
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
                       block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
@@ -142,7 +163,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
 
     Dispatch (``config.use_decode``): up to 32 query tokens per sequence go to the split-K decode kernel
     (query heads of one KV head packed into tiles of tokens), longer ones to the forward kernel.
-    ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan; give them (host ints) to avoid
+    ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan, each at least the batch's longest query /
+    key sequence (checked with ``validate``; a smaller value is a ``ValueError``); give them (host ints) to avoid
     a device sync, e.g. under CUDA-graph capture together with ``validate=False`` and caller-owned
     ``out`` / ``lse``. ``num_splits`` overrides the decode kernel's split rule. ``fast_interior`` (else
     ``ATTNKIT_RELBIAS_FAST_INTERIOR``): the forward kernel's mask-free interior tiles (default on, as timed).
@@ -229,6 +251,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate)
     total_q, Hq, D = q.shape
+    _check_max_seqlens(max_seqlen_q, max_seqlen_k, cu_seqlens_q, cu_seqlens_k, seqused_k, paged, B, validate)
     require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
     # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt), 3 by inline assembly (fp8_asm_cvt; the interpreter,
     # which cannot run it, takes the direct cast: the same values)
