@@ -71,8 +71,14 @@ def test_headpad_bad_input(device):
         mqa_headpad_call(dict(inp, comp_idx=inp["comp_idx"].clone().fill_(10 ** 6)))
     with pytest.raises(ValueError, match="sink"):
         mqa_headpad_call(dict(inp, sink=inp["sink"][:3]))
-    with pytest.raises(ValueError, match="num_heads"):
-        mqa_headpad_call(dict(inp, num_heads=65))
+    two = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 0)
+    pos = torch.zeros(2 * two["positions"].numel(), dtype=two["positions"].dtype, device=device)
+    pos[::2] = two["positions"]
+    with pytest.raises(ValueError, match="positions: must be a contiguous"):  # read at offset t: was 1.3 off
+        mqa_headpad_call(dict(two, positions=pos[::2]))
+    for bad in (65, 16.5, True, "16"):  # a float or bool was truncated to an int before
+        with pytest.raises(ValueError, match="num_heads"):
+            mqa_headpad_call(dict(inp, num_heads=bad))
     with pytest.raises(ValueError, match="comp_format"):
         mqa_headpad_call(dict(inp, comp_format="int4"))
 

@@ -63,6 +63,12 @@ def test_writer_rejects_bad_input(device):
         mqa_write_records(lat, pos, cs, torch.tensor([0, 1], device=device), cache[..., :520], "fp8")
     with pytest.raises(ValueError, match="fmt"):
         mqa_write_records(lat, pos, cs, torch.tensor([0, 1], device=device), cache, "fp4")
+    for name in ("slots", "positions"):  # read at offset i: a strided view must be refused, not misread
+        strided = torch.tensor([0, 9, 1, 9], device=device)[::2]
+        args = dict(slots=torch.tensor([0, 1], device=device), positions=pos)
+        args[name] = strided
+        with pytest.raises(ValueError, match=f"{name}: must be a contiguous"):
+            mqa_write_records(lat, args["positions"], cs, args["slots"], cache, "fp8")
 
 
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])

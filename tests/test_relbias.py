@@ -116,6 +116,43 @@ def test_max_seqlens_below_the_batch_raise(case_id, device):
     assert c.ok, c.reason
 
 
+def _strided(t):
+    """t's values in a view of stride 2 (what a slice with a step gives)."""
+    big = torch.zeros(t.numel() * 2, dtype=t.dtype, device=t.device)
+    big[::2] = t
+    return big[::2]
+
+
+def test_strided_metadata_raises(device):
+    """1-D metadata the kernels read at offset b (cu_seqlens_q / _k, seqused_k; the writer's seqused_k, block
+    table and fp8 scales) must be contiguous: a strided view of the right values returned wrong answers before
+    (cu_seqlens_q: rows unwritten; cu_seqlens_k 2.9 off, seqused_k 1.8 off, in the interpreter)."""
+    from attnkit.relbias import relbias_write_kv
+    inp = _inp("relbias-varlen-mixed3", device)
+    for name in ("cu_seqlens_q", "cu_seqlens_k"):
+        with pytest.raises(ValueError, match=f"{name}: must be contiguous"):
+            relbias_kernel_call(dict(inp, **{name: _strided(inp[name])}))
+    inp = _inp("relbias-paged-bs16-decode", device)
+    with pytest.raises(ValueError, match="seqused_k: must be a contiguous"):
+        relbias_kernel_call(dict(inp, seqused_k=_strided(inp["seqused_k"])))
+    kc = torch.zeros_like(inp["k_cache"], dtype=torch.float8_e4m3fn)
+    Hkv, D = kc.shape[2:]
+    new = torch.randn(3, Hkv, D, device=device).bfloat16()
+    cu = torch.tensor([0, 2, 3], dtype=torch.int32, device=device)
+    scale = torch.ones(Hkv, device=device)
+    ok = dict(k_scale=scale, v_scale=scale)
+    bt, su = inp["block_table"], inp["seqused_k"] - 5
+    relbias_write_kv(new, new, cu, kc, kc.clone(), bt, su, **ok)  # the contiguous call is taken
+    for kw, match in ((dict(seqused_k=_strided(su)), "seqused_k: must be a contiguous"),
+                      (dict(block_table=torch.cat([bt, bt], 1)[:, ::2]), "block_table: must be .* last dim contiguous"),
+                      (dict(k_scale=_strided(scale)), "k_scale: an fp8 cache needs a contiguous"),
+                      (dict(seqused_k=su - 100), "seqused_k: must be non-negative")):
+        args = dict(block_table=bt, seqused_k=su, **ok)
+        args.update(kw)
+        with pytest.raises(ValueError, match=match):
+            relbias_write_kv(new, new, cu, kc, kc.clone(), args.pop("block_table"), args.pop("seqused_k"), **args)
+
+
 def test_paged_block_table_out_of_range_raises(device):
     inp = _inp("relbias-paged-bs16-decode", device)
     bt = inp["block_table"].clone()

@@ -4,6 +4,7 @@ Records and semantics: docs/mqa_decode.md and attnkit.reference.mqa_decode."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -35,8 +36,8 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     require(stride >= RECORD_BYTES[fmt] and stride % 16 == 0, "cache",
             f"record stride {stride} must be >= {RECORD_BYTES[fmt]} and a multiple of 16")
     for name, t, dts in (("positions", positions, (torch.int32, torch.int64)), ("slots", slots, (torch.int32, torch.int64))):
-        require(isinstance(t, torch.Tensor) and t.dim() == 1 and t.numel() == n and t.dtype in dts, name,
-                f"must be an int32/int64 [{n}] tensor")
+        require(isinstance(t, torch.Tensor) and t.dim() == 1 and t.numel() == n and t.dtype in dts
+                and t.is_contiguous(), name, f"must be a contiguous int32/int64 [{n}] tensor")
         require(t.device == dev, name, f"must be on {dev}")
     require(isinstance(cos_sin, torch.Tensor) and cos_sin.dim() == 2 and cos_sin.shape[1] == MQA_ROPE_DIM
             and cos_sin.dtype == torch.float32 and cos_sin.is_contiguous() and cos_sin.device == dev, "cos_sin",
@@ -124,6 +125,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     check_device("q", q)
     require(q.stride(2) == 1, "q", "last dimension must be contiguous")
     T, H_pad, _ = q.shape
+    require(isinstance(num_heads, numbers.Integral) and not isinstance(num_heads, bool), "num_heads",
+            f"must be an int, got {num_heads!r}")
     H = int(num_heads)
     require(1 <= H <= H_pad, "num_heads", f"must lie in [1, H_pad={H_pad}]")
     dev = q.device
@@ -135,7 +138,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(isinstance(ix, torch.Tensor) and ix.dim() == 2 and ix.shape[0] == T and ix.dtype == torch.int32
                 and ix.stride(1) == 1 and ix.device == dev, n, f"must be an int32 [T={T}, n] tensor on {dev}")
     require(isinstance(positions, torch.Tensor) and positions.shape == (T,) and positions.dtype in (torch.int32, torch.int64)
-            and positions.device == dev, "positions", f"must be an int32/int64 [{T}] tensor on {dev}")
+            and positions.device == dev and positions.is_contiguous(), "positions",
+            f"must be a contiguous int32/int64 [{T}] tensor on {dev}")
     require(isinstance(cos_sin, torch.Tensor) and cos_sin.dim() == 2 and cos_sin.shape[1] == MQA_ROPE_DIM
             and cos_sin.dtype == torch.float32 and cos_sin.is_contiguous() and cos_sin.device == dev, "cos_sin",
             f"must be a contiguous float32 [max_pos, {MQA_ROPE_DIM}] on {dev}")

@@ -31,6 +31,7 @@ def _check_cu(name, cu, device):
     require(isinstance(cu, torch.Tensor) and cu.dtype == torch.int32 and cu.dim() == 1 and cu.numel() >= 2,
             name, "must be an int32 tensor [B+1]")
     require(cu.device == device, name, f"must be on {device}, got {cu.device}")
+    require(cu.is_contiguous(), name, "must be contiguous (the kernels read entry b at offset b)")
 
 
 def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
@@ -51,8 +52,8 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
         require(kk.shape[1] in BLOCK_SIZES, "k_cache", f"block size {kk.shape[1]} not in {BLOCK_SIZES}")
         require(isinstance(block_table, torch.Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2,
                 "block_table", "must be an int32 tensor [B, max_blocks]")
-        require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1,
-                "seqused_k", "must be an int32 tensor [B]")
+        require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1
+                and seqused_k.is_contiguous(), "seqused_k", "must be a contiguous int32 tensor [B]")
         require(block_table.device == dev and seqused_k.device == dev, "block_table", f"must be on {dev}")
         require(block_table.stride(-1) == 1, "block_table", "last dimension must be contiguous")
     else:
@@ -535,17 +536,22 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
     if fp8:
         for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
             require(isinstance(s, torch.Tensor) and s.dtype == torch.float32 and tuple(s.shape) == (Hkv,)
-                    and s.device == k_new.device, n, f"an fp8 cache needs a float32 [{Hkv}] scale on {k_new.device}")
+                    and s.device == k_new.device and s.is_contiguous(), n,
+                    f"an fp8 cache needs a contiguous float32 [{Hkv}] scale on {k_new.device}")
+    require(k_cache.device == k_new.device, "k_cache", f"must be on k_new's device {k_new.device}")
     _check_cu("cu_seqlens_new", cu_seqlens_new, k_new.device)
     B = cu_seqlens_new.numel() - 1
     require(isinstance(block_table, torch.Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2
-            and block_table.shape[0] == B, "block_table", f"must be an int32 [B={B}, max_blocks] tensor")
-    require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.numel() == B,
-            "seqused_k", f"must be an int32 [B={B}] tensor")
+            and block_table.shape[0] == B and block_table.stride(-1) == 1 and block_table.device == k_new.device,
+            "block_table", f"must be an int32 [B={B}, max_blocks] tensor on {k_new.device}, its last dim contiguous")
+    require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1
+            and seqused_k.numel() == B and seqused_k.is_contiguous() and seqused_k.device == k_new.device,
+            "seqused_k", f"must be a contiguous int32 [B={B}] tensor on {k_new.device}")
     if validate:
         cu = cu_seqlens_new.cpu()
         require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
                 "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
+        require(bool((seqused_k >= 0).all()), "seqused_k", "must be non-negative")
         end = seqused_k.cpu().long() + (cu[1:] - cu[:-1]).long()
         bs = k_cache.shape[1]
         require(bool((end <= block_table.shape[1] * bs).all()), "block_table",
