@@ -30,13 +30,18 @@ def load_artifacts(root: Path) -> list[tuple[Path, dict]]:
     return arts
 
 
+def artifact_key(path: Path, art: dict) -> tuple:
+    """The order of runs: by the artifact's env time, then its file name (newest last)."""
+    return (art["env"].get("time_utc", ""), path.name)
+
+
 def latest_by_family(arts) -> dict:
     """family -> list of (path, artifact, keys), keys a set of (case, provider): every (case, provider)
     is taken from the newest artifact that measured it (by its env time, then file name), so a later
     run supersedes only what it re-measured."""
     newest = {}
     for p, a in arts:
-        key = (a["env"].get("time_utc", ""), p.name)
+        key = artifact_key(p, a)
         for r in a["rows"]:
             k = (r["family"], r["case"], r["provider"])
             if k not in newest or key > newest[k][0]:

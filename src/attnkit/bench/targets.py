@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .report import _fmt_us, artifact_key
+
 
 @dataclass(frozen=True)
 class Target:
@@ -154,7 +156,7 @@ def _newest(arts, t: Target, case):
         v = _value(t, a, case)
         if v is None:
             continue
-        key = (a["env"].get("time_utc", ""), p.name)
+        key = artifact_key(p, a)
         if best is None or key > best[0]:
             best = (key, p, a, v)
     return best
@@ -185,7 +187,7 @@ def _rel_rms(root: Path, t: Target):
 
 def _fmt(v, unit):
     if unit == "us":
-        return f"{v:.1f}" if v < 1000 else f"{v:,.0f}"
+        return _fmt_us(v)
     if unit == "":
         return f"{v:.2e}"
     return f"{v:.2f}"
@@ -195,9 +197,9 @@ def _met(t: Target, v: float) -> bool:
     return v <= t.bound if t.sense == "<=" else v >= t.bound
 
 
-def _short(family: str, case) -> str:
+def _short(case) -> str:
     if isinstance(case, tuple):
-        return " ÷ ".join(_short(family, c) for c in case)
+        return " ÷ ".join(_short(c) for c in case)
     for pre in (_R, _S, _M):
         if case.startswith(pre):
             return case[len(pre):]
@@ -223,7 +225,7 @@ def target_table(family: str, arts, root: Path) -> str:
             n += 1
             hit = _newest(arts, t, case)
             if hit is None:
-                cells.append(f"{_short(family, case)} not measured")
+                cells.append(f"{_short(case)} not measured")
                 continue
             _, p, a, (v, lo, hi, note) = hit
             rel = p.relative_to(root).as_posix()
@@ -231,15 +233,15 @@ def target_table(family: str, arts, root: Path) -> str:
                 used.append(rel)
             if v == "peer failed":
                 n -= 1
-                cells.append(f"{_short(family, case)} not comparable ({note})")
+                cells.append(f"{_short(case)} not comparable ({note})")
                 continue
             if v == "failed":
-                cells.append(f"{_short(family, case)} failed{' (' + note + ')' if note else ''}")
+                cells.append(f"{_short(case)} failed{' (' + note + ')' if note else ''}")
                 continue
             ok = _met(t, v)
             met += ok
             extra = f", {note}" if note and t.measure != "case_ratio" else ""
-            cells.append(f"{_short(family, case)} {_fmt(v, t.unit)} [{_fmt(lo, t.unit)}–{_fmt(hi, t.unit)}]"
+            cells.append(f"{_short(case)} {_fmt(v, t.unit)} [{_fmt(lo, t.unit)}–{_fmt(hi, t.unit)}]"
                          f"{extra}{' ✓' if ok else ''}")
         verdict = ("n/a" if n == 0 else "yes" if met == n else "no" if met == 0 else f"{met} of {n}")
         arts_cell = "; ".join(f"`{u}`" for u in used) or "-"

@@ -35,7 +35,7 @@ def _check_cu(name, cu, device):
 
 
 def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
-              softmax_scale, k_scale, v_scale, validate):
+              softmax_scale, k_scale, v_scale, validate, max_seqlen_q=None, max_seqlen_k=None):
     require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be [total_q, Hq, D]")
     require(q.dtype in (torch.bfloat16, torch.float16), "q", f"must be bfloat16 or float16, got {q.dtype}")
     check_device("q", q)
@@ -100,6 +100,13 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
     require(window is None or (isinstance(window, int) and window >= 1), "window", "must be None or an int >= 1")
     if softmax_scale is not None:
         require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
+    # caller-given max_seqlen_q / max_seqlen_k size the grid and the split plan: one below the batch's longest
+    # sequence would leave query rows uncomputed or keys unread. Ints >= 0 always; with validate each at least the
+    # batch's longest (from the host copies below); without it (CUDA-graph capture, the custom ops) the caller's promise
+    for name, val in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if val is not None:
+            require(isinstance(val, numbers.Integral) and not isinstance(val, bool) and val >= 0, name,
+                    f"must be an int >= 0 (a host value), got {val!r}")
     if validate:  # host checks (a sync each): skip them under CUDA-graph capture with validate=False
         cq = cu_seqlens_q.cpu()
         require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
@@ -119,31 +126,19 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
             ck = cu_seqlens_k.cpu()
             require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
                     "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
+        if B and max_seqlen_q is not None:
+            longest = int((cq[1:] - cq[:-1]).max())
+            require(max_seqlen_q >= longest, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
+                    f"sequence ({longest}): its rows past {max_seqlen_q} would not be computed")
+        if B and max_seqlen_k is not None:
+            longest = int((su if paged else ck[1:] - ck[:-1]).max())
+            require(max_seqlen_k >= longest, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
+                    f"sequence ({longest}): the decode split plan would leave its keys past {max_seqlen_k} unread")
         require(bool(torch.isfinite(table).all()), "table", "holds a non-finite value")
         if fp8:
             for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
                 require(bool(torch.isfinite(s).all()), n, "holds a non-finite value")
     return paged, fp8, Hkv, B
-
-
-def _check_max_seqlens(max_seqlen_q, max_seqlen_k, cu_seqlens_q, cu_seqlens_k, seqused_k, paged, B, validate):
-    """Caller-given ``max_seqlen_q`` / ``max_seqlen_k`` size the grid and the split plan: one below the batch's longest
-    sequence would leave query rows uncomputed or keys unread. Ints >= 0 always; with ``validate`` (a sync) each at
-    least the batch's longest; without it (CUDA-graph capture, the custom ops) that is the caller's promise."""
-    for name, val in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
-        if val is not None:
-            require(isinstance(val, numbers.Integral) and not isinstance(val, bool) and val >= 0, name,
-                    f"must be an int >= 0 (a host value), got {val!r}")
-    if not validate or B == 0:
-        return
-    if max_seqlen_q is not None:
-        longest = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max())
-        require(max_seqlen_q >= longest, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
-                f"sequence ({longest}): its rows past {max_seqlen_q} would not be computed")
-    if max_seqlen_k is not None:
-        longest = int((seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max())
-        require(max_seqlen_k >= longest, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
-                f"sequence ({longest}): the decode split plan would leave its keys past {max_seqlen_k} unread")
 
 
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
@@ -250,9 +245,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gdec_bias = GLUON_DECODE_BIAS_ASYNC.resolve(gluon_decode_bias_async)
     gdec_kreg = GLUON_DECODE_KREG.resolve(gluon_decode_kreg)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
-                                   table, window, beyond, softmax_scale, k_scale, v_scale, validate)
+                                   table, window, beyond, softmax_scale, k_scale, v_scale, validate, max_seqlen_q,
+                                   max_seqlen_k)
     total_q, Hq, D = q.shape
-    _check_max_seqlens(max_seqlen_q, max_seqlen_k, cu_seqlens_q, cu_seqlens_k, seqused_k, paged, B, validate)
     require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
     # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt), 3 by inline assembly (fp8_asm_cvt; the interpreter,
     # which cannot run it, takes the direct cast: the same values)
@@ -551,14 +546,15 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
         cu = cu_seqlens_new.cpu()
         require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
                 "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
-        require(bool((seqused_k >= 0).all()), "seqused_k", "must be non-negative")
-        end = seqused_k.cpu().long() + (cu[1:] - cu[:-1]).long()
+        su = seqused_k.cpu().long()
+        require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
+        end = su + (cu[1:] - cu[:-1]).long()
         bs = k_cache.shape[1]
         require(bool((end <= block_table.shape[1] * bs).all()), "block_table",
                 "has too few columns for the new tokens")
         bt = block_table.cpu()
         for b in range(B):
-            lo, hi = int(seqused_k[b]) // bs, -(-int(end[b]) // bs)
+            lo, hi = int(su[b]) // bs, -(-int(end[b]) // bs)
             used = bt[b, lo:hi]
             require(bool(((used >= 0) & (used < k_cache.shape[0])).all()), "block_table",
                     f"row {b} holds a block id outside [0, {k_cache.shape[0]})")
