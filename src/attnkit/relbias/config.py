@@ -593,8 +593,10 @@ DECODE_MAX_ROWS = 128  # packed rows (tokens x query heads per KV head) of one d
 # SM 75.5, 16 / 48 / 99 / 132 splits 87.1 / 87.4 / 80.4 / 83.1, 6 per SM 80.3; fp8 b32 x 8K, the rule (2 splits) 262.5,
 # 1 / 4 / 16 / 33 splits 329.7 / 263.5 / 265.3 / 282.6, 2 or 6 per SM 262.8 / 262.1. Within 1.5 % of the best: kept.
 # Since then the rule drops the trailing splits that its target leaves without keys (b1 x 64K: 66 -> 64 splits of
-# 16 tiles; 32 tokens against 64K: 33 -> 32): the same wave and the same work per program, so no slower is the
-# prediction; not re-timed.
+# 16 tiles; 32 tokens against 64K: 33 -> 32): the same wave and the same work per program, so no slower was the
+# prediction. Re-timed on the H200 at 2711a5c (`benchmarks/results/relbias-h200-2026-12-01-2711a5c-decode-plan.json`,
+# 7 rounds, beside SDPA): b1 x 64K 78.1 us, paired 1.116 x cuDNN (at 595ba6f, 66 splits: 78.5 us, 1.12); 32 tokens
+# against 64K 290.5 us, 0.669 x flash; b32 x 64K 1983.6 us, 1.034 x cuDNN: no slower, as predicted.
 SPLIT_TARGET_CTAS_PER_SM = 4  # split rule: programs per SM the splits aim for (contiguous bf16 / fp16 caches)
 PAGED_CTAS_PER_SM, FP8_CTAS_PER_SM = 2, 3  # paged caches; contiguous fp8 caches (the sweeps above)
 
