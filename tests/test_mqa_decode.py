@@ -139,7 +139,7 @@ def _kernel(key):
     """The kernel of a launch key, without its variant suffixes (nvfp4 from bits, PDL, the Gluon kernel's fused
     merge, which the rule picks where a token has at most two splits)."""
     return (key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "").replace("_async", "")
-            .replace("_early", ""))
+            .replace("_early", "").replace("_half", ""))
 
 
 def test_warmup_follows_the_per_format_dispatch(device):
@@ -353,6 +353,36 @@ def test_gluon_dispatch_rule_and_plan():
     assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early"  # the warm-up compiles what a step launches
 
 
+def test_gluon_half_tile_plan(monkeypatch):
+    """gluon_half: 32 live slots per tile, so splits in units of 32 slots (twice the programs at 1-4 tokens); refused
+    with gluon_async; the rule (off until GLUON_HALF_BY_RULE) only where one half tile per program fits one wave;
+    the launch key says which kernel compiles."""
+    from attnkit.mqa_decode import config as C
+    from attnkit.mqa_decode.interface import _key
+    whole = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+    half = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half=True)
+    assert (whole.live, whole.num_splits, whole.slots_per_split) == (64, 10, 64)
+    assert (half.live, half.num_splits, half.slots_per_split, half.block_n) == (32, 20, 32, 64)
+    for T in (1, 4, 16, 64):
+        p = C.swapab_plan(T, 32, 640, 132, None, "cuda", gluon=True, gluon_half=True)
+        assert p.slots_per_split % 32 == 0 and p.num_splits * p.slots_per_split >= 640
+        assert (p.num_splits - 1) * p.slots_per_split < 640  # no split without slots
+    assert C.swapab_plan(1, 16, 640, 132, 3, "cuda", gluon=True, gluon_half=True).slots_per_split == 224
+    with pytest.raises(ValueError, match="gluon_half"):
+        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half=True, gluon_async=True)
+    with pytest.raises(ValueError, match="gluon_half"):
+        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half="yes")
+    assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half"
+    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early"
+    monkeypatch.setattr(C, "GLUON_HALF_BY_RULE", True)
+    assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).live for T in (1, 4, 6, 7, 8, 16)] == \
+        [32, 32, 32, 64, 64, 64]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens
+    assert C.swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).live == 64
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_HALF", "0")
+    assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).live == 64  # the variable beats the rule
+    assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half=True).live == 32  # the keyword both
+
+
 def test_gluon_option_is_checked(device, monkeypatch):
     from attnkit._runtime import gluon_runs
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
@@ -419,6 +449,27 @@ def test_gluon_early_slot_ids_give_the_same_bits(case, fused):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_early"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_early=True, gluon_prefetch=False)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8"])
+def test_gluon_half_tiles_match_whole_tiles(case, fused):
+    """gluon_half (32 live slots in each 64-row MMA tile, the other rows zero) against whole tiles: the same slots in
+    other splits, so within a bf16 rounding of each other; repeatable to the bit; and against the fp64 oracle by
+    the compare rule (the gate mqa_decode/gluon_swapab_half runs every shape family)."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 11)
+    whole = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=fused)
+    half = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=fused, gluon_half=True) for _ in range(2)]
+    assert torch.equal(half[0][0], half[1][0]) and torch.equal(half[0][1], half[1][1])
+    assert (half[0][0].float() - whole[0].float()).abs().max() <= 2 * whole[0].float().abs().max() * 2 ** -8
+    torch.testing.assert_close(half[0][1], whole[1], rtol=1e-5, atol=1e-5)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(half[0][0], ref, base, lse=half[0][1], lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
 
 
 @pytest.mark.cuda

@@ -447,6 +447,14 @@ SWEEPS["mqa-merge-dc"] = Sweep(
      ("headpad-dc512", dict(kernel="headpad", merge_dc=512)),
      ("headpad-dc128", dict(kernel="headpad", merge_dc=128))))
 
+SWEEPS["mqa-gluon-half"] = Sweep(
+    "mqa_decode", "1-16 tokens: the Gluon swap-AB kernel with half tiles (gluon_half: 32 live slots per 64-row MMA "
+    "tile, twice the programs, each shorter) against the rule; head-padded for the ratio the targets name",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("half", dict(kernel="swapab", gluon=True, gluon_half=True))))
+
 SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel's bias gathered in 64-bit pairs (gluon_bias_pairs) against "
     "the dispatched kernel, on the cases gluon_ws_rule sends to it and a windowed one forced onto it",

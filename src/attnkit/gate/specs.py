@@ -496,6 +496,18 @@ register(Gate(
 ))
 
 register(Gate(
+    name="mqa_decode/gluon_swapab_half",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_half=True),
+    what="kernel: the Gluon swap-AB decode with half tiles (gluon_half: 32 live slots in the 64-row MMA tile, the "
+         "other rows zero; forced on every 16 / 32-head shape) + the finishing merge",
+    needs="sm90",
+    perturbations=_MQA_PERTURBATIONS,
+))
+
+register(Gate(
     name="mqa_decode/gluon_swapab_e2m1_fp16",
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),

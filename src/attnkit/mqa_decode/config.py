@@ -157,6 +157,7 @@ class SwapabPlan:
     fused_merge: bool = False  # Gluon: the token's last program merges the splits (no merge launch)
     gluon_async: bool = False  # Gluon: records copied into shared memory by cp.async, a tile ahead
     gluon_early: bool = False  # Gluon: the first tiles' slot ids loaded before the query (gluon_early)
+    live: int = 64  # Gluon: slots per tile (64, or 32: half tiles, the MMA's other 32 rows zero; gluon_half)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -215,6 +216,25 @@ GLUON_EARLY = Switch("gluon_early", "ATTNKIT_MQA_GLUON_EARLY", None,
 GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
                          "Gluon swap-AB kernel, nvfp4 records: each e2m1 code's bits placed as a bf16 and multiplied "
                          "by its block's scale in two bf16x2 products, instead of through an fp16 and an fp32 product")
+# Half tiles (gluon_half): each program gathers and decodes 32 slots into the first 32 rows of its 64-row MMA tile (the
+# other rows zero, their scores masked), so a step has twice the programs, each with about 30 % fewer instructions
+# per tile (compile_check --census, 8 warps, the early list loops, 16 heads: fp8 window loop 840 -> 588, the
+# compressed loop 1099 -> 847; nvfp4 compressed loop 1290 -> 943; 32 heads: 951 -> 704, nvfp4 1402 -> 1056) and
+# the same prologue (the query) and partial stores. At 1-4 tokens a program runs one tile and most SMs idle
+# (10 programs per token at the default lists), so shorter programs should shorten the step while the half-tile
+# launch still fits one wave. The rule: half tiles where T x (the slots / 32) programs fit one wave of resident
+# programs, if GLUON_HALF_BY_RULE (set from the sweep mqa-gluon-half).
+GLUON_HALF_BY_RULE = False
+GLUON_HALF = Switch("gluon_half", "ATTNKIT_MQA_GLUON_HALF", None,
+                    "Gluon swap-AB kernel: tiles of 32 live slots (half the MMA's 64 rows; twice the programs, each "
+                    "shorter) instead of 64; default: the rule (config.gluon_half_rule)")
+
+
+def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
+    """Half tiles where the launch of one half tile per program fits one wave (and the rule is on)."""
+    return GLUON_HALF_BY_RULE and T * -(-n_slots // 32) <= resident * sm_count
+
+
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and
 # 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
 # 180-255 registers x 256 threads: one
@@ -224,7 +244,8 @@ GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
                 block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
-                gluon_early: bool | None = None, gluon_prefetch: bool = True) -> SwapabPlan:
+                gluon_early: bool | None = None, gluon_prefetch: bool = True,
+                gluon_half: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -232,9 +253,17 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         warps = GLUON_WARPS.resolve(gluon_warps)
         if warps not in (4, 8):
             raise ValueError(f"gluon_warps: must be 4 or 8, got {warps}")
-        tiles = max(1, -(-n_slots // 64))
         use_async = GLUON_ASYNC.resolve(gluon_async)
-        splits, per = _splits(T, 1, tiles, sm_count, num_splits, GLUON_RESIDENT[(warps, use_async)])
+        resident = GLUON_RESIDENT[(warps, use_async)]
+        half = GLUON_HALF.resolve(gluon_half)
+        if half is None:
+            half = not use_async and gluon_half_rule(T, n_slots, sm_count, resident)
+        if half and use_async:
+            raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
+                             "gluon_async")
+        live = 32 if half else 64
+        tiles = max(1, -(-n_slots // live))
+        splits, per = _splits(T, 1, tiles, sm_count, num_splits, resident)
         fused = GLUON_FUSED.resolve(fused_merge)
         early = GLUON_EARLY.resolve(gluon_early)
         if early is None:  # the rule (see GLUON_EARLY)
@@ -245,9 +274,9 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if early and not gluon_prefetch:
             raise ValueError("gluon_early: hands the first slot ids to the prefetching list loop; it needs "
                              "gluon_prefetch")
-        return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * 64, num_warps=warps, gluon=True,
+        return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
-                          gluon_async=use_async, gluon_early=bool(early))
+                          gluon_async=use_async, gluon_early=bool(early), live=live)
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -66,7 +66,8 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
-           + ("_early" if plan.gluon_early else "")) if getattr(plan, "gluon", False) else "")
+           + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else ""))
+          if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else ""), H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
@@ -78,7 +79,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, merge_dc=None, pdl=None,
+                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, merge_dc=None,
+                         pdl=None,
                          _perturb=None,
                          _return_fp32=False,
                          _merge_block_s=None):
@@ -96,7 +98,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ahead (the first tile's while the query is prepared). gluon_early (else ``ATTNKIT_MQA_GLUON_EARLY``): the Gluon
     kernel loads the first tiles' slot ids before the query, so the two loads' latencies overlap (the same bits;
     needs gluon_prefetch, not gluon_async; default: the rule, on unless gluon_async is set or gluon_prefetch is
-    off, 0.3-2.8 % faster in the mqa-gluon-early sweep). gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
+    off, 0.3-2.8 % faster in the mqa-gluon-early sweep). gluon_half (else ``ATTNKIT_MQA_GLUON_HALF``): the Gluon
+    kernel's tiles hold 32 live slots instead of 64 (twice the programs, each shorter; not with gluon_async);
+    default: the rule ``config.gluon_half_rule``. gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
     default on, 1-4 % faster in the mqa-gluon-e2m1 sweep): the Gluon kernel decodes nvfp4 codes from their bits
     into bf16 with two bf16x2 products (the same values). Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
@@ -192,7 +196,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
                            gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async,
-                           gluon_early=gluon_early, gluon_prefetch=prefetch)
+                           gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
@@ -227,7 +231,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
-                                        ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early,
+                                        ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
                                         num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
@@ -270,7 +274,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
 
 def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int = 128, topk: int = 512,
                          kernel=None, comp_format: str = "fp8", swapab_per_format=None, gluon=None,
-                         gluon_warps=None, gluon_async=None) -> torch.Tensor:
+                         gluon_warps=None, gluon_async=None, gluon_half=None) -> torch.Tensor:
     """The split partials buffer for steps of up to ``max_tokens`` tokens of a layer (fixed H, list lengths),
     to pass as ``workspace=`` so that a step allocates nothing (e.g. before CUDA-graph capture); the options that
     change the split count must be the step's. Zeroed: its last elements are the fused merge's counters."""
@@ -286,7 +290,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
                                               gluon=use_gluon) else "headpad")
         if k == "swapab":
             plan = swapab_plan(T, num_heads, window + topk, sm, None, dev.type, gluon=use_gluon,
-                               gluon_warps=gluon_warps, gluon_async=gluon_async)
+                               gluon_warps=gluon_warps, gluon_async=gluon_async, gluon_half=gluon_half)
         else:
             plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type)
         sr = plan.num_splits * T * num_heads
@@ -297,7 +301,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
-                      gluon=None, gluon_e2m1_bits=None, pdl=None) -> set:
+                      gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -317,6 +321,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
         mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
                              validate=False, swapab_per_format=swapab_per_format, gluon=gluon,
-                             gluon_e2m1_bits=gluon_e2m1_bits, pdl=pdl)
+                             gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

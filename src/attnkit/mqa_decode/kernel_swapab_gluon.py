@@ -157,40 +157,63 @@ def _e2m1_f16_bits(nib):
 
 @gluon.jit
 def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
-               NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr):
+               NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr,
+               LIVE: gl.constexpr, ok_s):
+    """One tile: its LIVE slots' records (slot, ok [LIVE]) decoded into the first LIVE rows of kv_smem, then the
+    products over all BLOCK_N rows with ok_s [BLOCK_N] (rows past LIVE invalid; their shared rows hold zeros)."""
     rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
-    _decode_chunk(rec, ok, kv_smem, 0, BLOCK_N, NVFP4, PERTURB, L3)
-    _decode_chunk(rec, ok, kv_smem, 1, BLOCK_N, NVFP4, PERTURB, L3)
-    _decode_chunk(rec, ok, kv_smem, 2, BLOCK_N, NVFP4, PERTURB, L3)
-    _decode_chunk(rec, ok, kv_smem, 3, BLOCK_N, NVFP4, PERTURB, L3)
+    if LIVE < BLOCK_N:
+        kv_dst = kv_smem.slice(0, LIVE, dim=0)
+    else:
+        kv_dst = kv_smem
+    _decode_chunk(rec, ok, kv_dst, 0, LIVE, NVFP4, PERTURB, L3)
+    _decode_chunk(rec, ok, kv_dst, 1, LIVE, NVFP4, PERTURB, L3)
+    _decode_chunk(rec, ok, kv_dst, 2, LIVE, NVFP4, PERTURB, L3)
+    _decode_chunk(rec, ok, kv_dst, 3, LIVE, NVFP4, PERTURB, L3)
     fence_async_shared()
     gl.thread_barrier()
-    return _tile_products(ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
+    return _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
+
+
+@gluon.jit
+def _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N: gl.constexpr, LIVE: gl.constexpr, PERTURB: gl.constexpr,
+                 s_l: gl.constexpr):
+    """The products' slot validity [BLOCK_N]: the decode's own (ok) for whole tiles; for half tiles (LIVE <
+    BLOCK_N) the LIVE slots' validity reloaded in the score layout, the rows past them invalid."""
+    if LIVE < BLOCK_N:
+        _, ok_s = _tile_slots(IDX_ROW, p0, gl.minimum(p_end, p0 + LIVE), first, BLOCK_N, PERTURB,
+                              gl.SliceLayout(1, s_l))
+    else:
+        ok_s = ok
+    return ok_s
 
 
 @gluon.jit
 def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
                BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
-               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, slot0=None, ok0=None):
-    """The tiles of one list. slot0, ok0 (EARLY, with PREFETCH): the first tile's slot ids, loaded by the caller."""
+               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, slot0=None, ok0=None, LIVE: gl.constexpr = 64):
+    """The tiles of one list, LIVE slots each (BLOCK_N, or half of it: the tile's other rows stay zero). slot0, ok0
+    (EARLY, with PREFETCH): the first tile's slot ids, loaded by the caller."""
     rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
     if PREFETCH:  # the next tile's slot ids are loaded before this tile's records (masked past the end)
         if slot0 is None:
-            slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, BLOCK_N, PERTURB, rows_l)
+            slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, LIVE, PERTURB, rows_l)
         else:
             slot = slot0
             ok = ok0
-        for p0 in range(p_start, p_end, BLOCK_N):
-            slot_n, ok_n = _tile_slots(IDX_ROW, p0 + BLOCK_N, p_end, first, BLOCK_N, PERTURB, rows_l)
+        for p0 in range(p_start, p_end, LIVE):
+            slot_n, ok_n = _tile_slots(IDX_ROW, p0 + LIVE, p_end, first, LIVE, PERTURB, rows_l)
+            ok_s = _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
-                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l)
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s)
             slot = slot_n
             ok = ok_n
     else:
-        for p0 in range(p_start, p_end, BLOCK_N):
-            slot, ok = _tile_slots(IDX_ROW, p0, p_end, first, BLOCK_N, PERTURB, rows_l)
+        for p0 in range(p_start, p_end, LIVE):
+            slot, ok = _tile_slots(IDX_ROW, p0, p_end, first, LIVE, PERTURB, rows_l)
+            ok_s = _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
-                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l)
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s)
     return m_i, l_i, acc
 
 
@@ -373,12 +396,14 @@ def mqa_swapab_gluon_kernel(
     COUNT, SINK, OUT, LSE, O32,
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
-    ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
+    ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     WG: gl.constexpr = NW // 4  # warpgroups: 1 or 2
     gl.static_assert(BLOCK_N == 64, "64 slots per tile: one warpgroup MMA's M")
+    gl.static_assert((LIVE == BLOCK_N) or ((LIVE == BLOCK_N // 2) and not ASYNC),
+                     "LIVE: a whole tile, or half of one (not with ASYNC)")
     gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
     if NVFP4:
         L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
@@ -434,8 +459,8 @@ def mqa_swapab_gluon_kernel(
                         PERTURB, cpc_l, scc_l)
     if EARLY:  # both lists' first slot ids, loaded before the query so that the two loads' latencies overlap
         gl.static_assert(PREFETCH and not ASYNC, "EARLY hands the first slot ids to the PREFETCH list loop")
-        slot_w, ok_w = _tile_slots(swa_row, n0, w1, n0, BLOCK_N, PERTURB, gl.SliceLayout(1, gl.SliceLayout(2, L3w)))
-        slot_c, ok_c = _tile_slots(comp_row, c0, c1, first_c, BLOCK_N, PERTURB,
+        slot_w, ok_w = _tile_slots(swa_row, n0, w1, n0, LIVE, PERTURB, gl.SliceLayout(1, gl.SliceLayout(2, L3w)))
+        slot_c, ok_c = _tile_slots(comp_row, c0, c1, first_c, LIVE, PERTURB,
                                    gl.SliceLayout(1, gl.SliceLayout(2, L3c)))
     # the query of token t as Q [H, 512] bf16 in shared memory (the score product reads it transposed), its last
     # 64 dims rotated in fp32 at pos (pairs (2i, 2i+1), cos_sin row = 32 cos then 32 sin); 8 dims per thread, stored
@@ -460,6 +485,8 @@ def mqa_swapab_gluon_kernel(
     q_t = q_smem.permute((1, 0))  # Q^T [512, H]
     kv_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 512], kv_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
+    if LIVE < BLOCK_N:  # half tiles: the rows no slot fills hold zeros (their probabilities are 0, and 0 x NaN is NaN)
+        kv_smem.slice(LIVE, BLOCK_N - LIVE, dim=0).store(gl.zeros([BLOCK_N - LIVE, 512], gl.bfloat16, layout=q_ld))
 
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
@@ -473,14 +500,14 @@ def mqa_swapab_gluon_kernel(
                                          L3c, L4, cpc_l, scc_l, s_l, o_l, not window_first)
     elif EARLY:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
-                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w)
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w, LIVE)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
-                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c)
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c, LIVE)
     else:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
-                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l)
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, None, None, LIVE)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
-                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l)
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, None, None, LIVE)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
     gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
