@@ -223,7 +223,10 @@ GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
 # the same prologue (the query) and partial stores. At 1-4 tokens a program runs one tile and most SMs idle
 # (10 programs per token at the default lists), so shorter programs should shorten the step while the half-tile
 # launch still fits one wave. The rule: half tiles where T x (the slots / 32) programs fit one wave of resident
-# programs, if GLUON_HALF_BY_RULE (set from the sweep mqa-gluon-half).
+# programs, if GLUON_HALF_BY_RULE. Timed at f6c9ead (benchmarks/sweeps/h200-f6c9ead/sweep-mqa-gluon-half.json, 5 rounds,
+# attention with its merge, paired half / rule): slower on all 20 step cases of 16 / 32 heads x 1-16 tokens x fp8 /
+# nvfp4: 1.026-1.081 at 1 token (16 heads fp8 9.2 against 8.7 us), 1.028-1.186 at 2-4 tokens, 1.126-1.224 at 8-16.
+# The shorter programs do not shorten the step (docs/mqa_decode.md): the rule stays off.
 GLUON_HALF_BY_RULE = False
 GLUON_HALF = Switch("gluon_half", "ATTNKIT_MQA_GLUON_HALF", None,
                     "Gluon swap-AB kernel: tiles of 32 live slots (half the MMA's 64 rows; twice the programs, each "
