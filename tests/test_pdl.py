@@ -124,6 +124,66 @@ def test_pdl_step_in_a_cuda_graph_replays_after_the_inputs_change():
         assert torch.equal(out_g.view(torch.uint8), out_e.view(torch.uint8)) and torch.equal(lse_g, lse_e)
 
 
+@pytest.mark.parametrize("kernel", ["swapab", "headpad"])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-model-t5-h32-nvfp4-partial"])
+def test_pdl_early_inputs_step_gives_the_plain_bits_in_a_replayed_graph(case, kernel):
+    """pdl_early_inputs: in a step (record write, attention reading the record just written, merge) the attention
+    kernel prepares the query before it waits for the writer; eagerly and in replays of a captured step after q
+    and the new records change in place, the output and LSE are the plain launches' bits."""
+    _pdl_gpu()
+    inp = make_inputs(shapes.get(case), "cuda", 0)
+    T = inp["q"].shape[0]
+    g = torch.Generator().manual_seed(3)
+    lat = torch.randn(T, 512, generator=g).bfloat16().cuda()
+    slot = inp["swa_idx"][:, 0].clone().long()  # each token's first window slot: the attention reads it
+    assert slot.unique().numel() == T and bool((slot >= 0).all())
+    pos = inp["positions"].clone()
+
+    def step(early, pdl=True):
+        mqa_write_records(lat, pos, inp["cos_sin"], slot, inp["swa_cache"], "fp8", validate=False, pdl=pdl)
+        return mqa_headpad_call(inp, kernel=kernel, pdl=pdl, pdl_early_inputs=early, validate=False)
+
+    n0 = len(LAUNCHED_KEYS)
+    out, lse = (x.clone() for x in step(True))
+    assert "_early_inputs" in LAUNCHED_KEYS[n0][0]
+    ref_out, ref_lse = step(False, pdl=False)
+    assert "_early_inputs" not in LAUNCHED_KEYS[-2][0]
+    assert torch.equal(out.view(torch.uint8), ref_out.view(torch.uint8)) and torch.equal(lse, ref_lse)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out_g, lse_g = step(True)
+    for scale in (0.5, -1.5):
+        inp["q"].mul_(scale)
+        lat.mul_(scale)
+        graph.replay()
+        torch.cuda.synchronize()
+        out_e, lse_e = step(False, pdl=False)
+        assert torch.equal(out_g.view(torch.uint8), out_e.view(torch.uint8)) and torch.equal(lse_g, lse_e)
+
+
+def test_pdl_early_inputs_option(monkeypatch):
+    """The option's grammar (a bad variable is a ValueError when the op is configured); without pdl it changes
+    nothing (the launch key says so); with gluon_async it is refused."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 0)
+    with pytest.raises(ValueError, match="pdl_early_inputs"):
+        mqa_headpad_call(inp, kernel="headpad", pdl_early_inputs="yes")
+    monkeypatch.setenv("ATTNKIT_MQA_PDL_EARLY_INPUTS", "true")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_PDL_EARLY_INPUTS"):
+        mqa_headpad_call(inp, kernel="headpad")
+    monkeypatch.setenv("ATTNKIT_MQA_PDL_EARLY_INPUTS", "1")
+    n0 = len(LAUNCHED_KEYS)
+    mqa_headpad_call(inp, kernel="headpad", pdl=False)
+    assert "_early_inputs" not in LAUNCHED_KEYS[n0][0]
+    monkeypatch.delenv("ATTNKIT_MQA_PDL_EARLY_INPUTS")
+    if device == "cuda" and pdl_runs(torch.device("cuda")):
+        from attnkit._runtime import gluon_runs
+        if gluon_runs(torch.device("cuda")):
+            with pytest.raises(ValueError, match="pdl_early_inputs"):
+                mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_async=True, pdl=True, pdl_early_inputs=True)
+
+
 def test_pdl_is_in_the_warmup_key():
     _pdl_gpu()
     keys = mqa_decode_warmup(16, 64, "fp8", "cuda", window=16, topk=32, max_tokens=2, pdl=True)
@@ -131,3 +191,7 @@ def test_pdl_is_in_the_warmup_key():
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), "cuda", 0)
     mqa_headpad_call(inp, kernel=None, pdl=True)
     assert LAUNCHED_KEYS[n0] in keys and LAUNCHED_KEYS[n0][0].endswith("_pdl")
+    keys = mqa_decode_warmup(16, 64, "fp8", "cuda", window=16, topk=32, max_tokens=2, pdl=True, pdl_early_inputs=True)
+    n0 = len(LAUNCHED_KEYS)
+    mqa_headpad_call(inp, kernel=None, pdl=True, pdl_early_inputs=True)
+    assert LAUNCHED_KEYS[n0] in keys and LAUNCHED_KEYS[n0][0].endswith("_pdl_early_inputs")

@@ -19,3 +19,19 @@ def pdl_entry(PDL: tl.constexpr):
         gdc_wait()
         gdc_launch_dependents()
 
+
+@triton.jit
+def pdl_release(PDL: tl.constexpr):
+    """Let the next grid launch (no wait yet): the first half of an entry that reads, before pdl_wait, only inputs
+    the kernel launched just before does not write (the mqa_decode option pdl_early_inputs)."""
+    if PDL:
+        gdc_launch_dependents()
+
+
+@triton.jit
+def pdl_wait(PDL: tl.constexpr):
+    """Wait for the previous grid (completed, its memory visible): after pdl_release, before the first access to
+    anything that grid may write."""
+    if PDL:
+        gdc_wait()
+

@@ -455,6 +455,16 @@ SWEEPS["mqa-gluon-half"] = Sweep(
      ("rule", dict(kernel="swapab", gluon=True)),
      ("half", dict(kernel="swapab", gluon=True, gluon_half=True))))
 
+SWEEPS["mqa-pdl-early"] = Sweep(
+    "mqa_decode", "whole steps (record insert, attention, merge) with pdl_early_inputs (the attention kernel prepares "
+    "the query before it waits for the writer) against the rule, for both kernels (head-padded also with pdl on)",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    (("headpad-step", dict(step=True, kernel="headpad")),
+     ("headpad-step-pdl", dict(step=True, kernel="headpad", pdl=True)),
+     ("headpad-step-pdl-early", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True)),
+     ("swapab-step", dict(step=True, kernel="swapab")),
+     ("swapab-step-early", dict(step=True, kernel="swapab", pdl_early_inputs=True))))
+
 SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel's bias gathered in 64-bit pairs (gluon_bias_pairs) against "
     "the dispatched kernel, on the cases gluon_ws_rule sends to it and a windowed one forced onto it",

@@ -238,6 +238,20 @@ def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
     return GLUON_HALF_BY_RULE and T * -(-n_slots // 32) <= resident * sm_count
 
 
+# Early inputs under programmatic dependent launch (pdl_early_inputs): a kernel launched with PDL waits for the grid
+# before it at entry (attnkit._triton.pdl), so in a step (record writer, then attention) the attention's whole chain
+# starts only when the writer has finished, although its first part (the query's loads and RoPE, the slot ids;
+# the query into shared memory for the Gluon kernel) reads nothing the writer writes. With this option the attention
+# kernels release the next grid at entry, prepare the query, then wait, so that part overlaps the writer. Only
+# where the kernel launched just before the attention writes none of q, positions, cos_sin, the slot lists (the
+# record writer writes only its cache): off by default, on in the bench's step providers, which launch the writer
+# just before; no effect without pdl.
+PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", False,
+                          "with pdl: the attention kernels read q, positions, cos_sin and the slot lists before waiting "
+                          "for the kernel launched just before them, which must not write those (in a step, the "
+                          "record writer); no effect without pdl")
+
+
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and
 # 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
 # 180-255 registers x 256 threads: one

@@ -62,13 +62,14 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
 LAUNCHED_KEYS: list = []  # compile keys of the attention and merge launches, appended in launch order (for tests)
 
 
-def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False) -> tuple:
+def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False, early: bool = False) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else ""))
           if getattr(plan, "gluon", False) else "")
-    return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else ""), H, plan.block_n,
+    return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
+            H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt)
 
 
@@ -80,7 +81,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, merge_dc=None,
-                         pdl=None,
+                         pdl=None, pdl_early_inputs=None,
                          _perturb=None,
                          _return_fp32=False,
                          _merge_block_s=None):
@@ -121,7 +122,11 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
     quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
     runs, off for the head-padded one): each launched as a programmatic dependent of the kernel before it (CUDA
-    sm_90+), so a launch overlaps the previous kernel's tail.
+    sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
+    ``ATTNKIT_MQA_PDL_EARLY_INPUTS``, default off; no effect without pdl): the attention kernel reads q, positions,
+    cos_sin and the slot lists and prepares the query before it waits for the kernel launched just before it, which
+    must not write any of them (in a step, ``mqa_write_records`` writes only its cache: the query's preparation
+    then overlaps the writer). Not with gluon_async.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
@@ -177,6 +182,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel))
     pl = pdl_launch(use_pdl)
+    from .config import PDL_EARLY_INPUTS
+    pdl_early = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs)) and use_pdl
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
     if out is None:
@@ -224,7 +231,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
     gluon_path = kernel == "swapab" and plan.gluon
-    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path))
+    pdl_early = pdl_early and (gluon_path or kernel == "headpad")  # the Triton swap-AB kernel waits at entry
+    require(not (pdl_early and gluon_path and plan.gluon_async), "pdl_early_inputs",
+            "waits before the list loops; gluon_async copies the first records before the query")
+    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early))
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
@@ -232,6 +242,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
+                                        PDL_EARLY=pdl_early,
                                         num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
@@ -247,7 +258,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         n_hb = -(-H // plan.block_h)
         mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, PDL=use_pdl, **common, **pl)
+            num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=pdl_early, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
@@ -301,7 +312,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
-                      gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None) -> set:
+                      gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -321,6 +332,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
         mqa_decode_attention(q, mk("fp8"), mk(comp_format), idx_w, idx_c, torch.zeros(T, dtype=torch.long, device=device),
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
                              validate=False, swapab_per_format=swapab_per_format, gluon=gluon,
-                             gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl)
+                             gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl,
+                             pdl_early_inputs=pdl_early_inputs)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

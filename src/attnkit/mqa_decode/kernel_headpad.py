@@ -16,7 +16,7 @@ PERTURB    1: the first slot tile of every split lost; 2: each fp8 block reads i
 import triton
 import triton.language as tl
 
-from .._triton.pdl import pdl_entry
+from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 from .kernel_common import LOG2E, dequant_rows, list_range, rope_q, tile_slots
 
 
@@ -55,8 +55,14 @@ def mqa_headpad_kernel(
     stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, OUT_DC: tl.constexpr,
     NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, PDL: tl.constexpr = False,
+    PDL_EARLY: tl.constexpr = False,
 ):
-    pdl_entry(PDL)
+    # PDL_EARLY (with PDL): the query is loaded and rotated before the wait for the previous grid, which must not
+    # write q, positions or cos_sin (in a step: the record writer, which writes only records)
+    if PDL_EARLY:
+        pdl_release(PDL)
+    else:
+        pdl_entry(PDL)
     t = tl.program_id(0)
     split = tl.program_id(1)
     hc = tl.program_id(2)
@@ -67,6 +73,8 @@ def mqa_headpad_kernel(
     h_ok = heads < H
     pos = tl.load(POS + t).to(tl.int64)
     q = rope_q(Q, COS_SIN, t, heads, h_ok, stride_qt, stride_qh, pos, True)  # [BLOCK_H, 512]
+    if PDL_EARLY:  # every record load and every global store comes after this wait
+        pdl_wait(PDL)
     n0 = split * slots_per_split
     n1 = tl.minimum(n0 + slots_per_split, W + K)
     w0, w1, c0, c1 = list_range(n0, n1, W)

@@ -33,7 +33,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import async_copy, fence_async_shared, warpgroup_mma
 
-from .._triton.pdl import pdl_entry
+from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 
@@ -397,8 +397,15 @@ def mqa_swapab_gluon_kernel(
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
+    PDL_EARLY: gl.constexpr = False,
 ):
-    pdl_entry(PDL)
+    # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
+    # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records)
+    if PDL_EARLY:
+        gl.static_assert(not ASYNC, "PDL_EARLY waits before the list loops; ASYNC copies records before the query")
+        pdl_release(PDL)
+    else:
+        pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     WG: gl.constexpr = NW // 4  # warpgroups: 1 or 2
     gl.static_assert(BLOCK_N == 64, "64 slots per tile: one warpgroup MMA's M")
@@ -487,6 +494,8 @@ def mqa_swapab_gluon_kernel(
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
     if LIVE < BLOCK_N:  # half tiles: the rows no slot fills hold zeros (their probabilities are 0, and 0 x NaN is NaN)
         kv_smem.slice(LIVE, BLOCK_N - LIVE, dim=0).store(gl.zeros([BLOCK_N - LIVE, 512], gl.bfloat16, layout=q_ld))
+    if PDL_EARLY:  # every record load and every global store comes after this wait
+        pdl_wait(PDL)
 
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))

@@ -487,6 +487,38 @@ def pdl_entry_order(name: str, pdl: bool = True, arch: int = 90) -> dict:
                 first_global=first(lambda o: o.split(".")[0] in _GLOBAL_MEM))
 
 
+def pdl_early_order(name: str, arch: int = 90) -> dict:
+    """The variant `name` compiled with PDL and PDL_EARLY (the mqa_decode option pdl_early_inputs), as launched with
+    launch_pdl: the SASS positions (instruction indices in program order) of the release of the next grid
+    (PREEXIT), of the grid-dependency wait (ACQBULK), of the first global load, of the first global store (stores,
+    atomics, reductions), of the first instruction of the first loop (the slot tiles, where the records are loaded),
+    and how many global loads come before the wait. The option's rule holds when the release comes first, some
+    loads (the query's) come before the wait, and the wait comes before every loop and every store."""
+    fn, ptrs, constexprs, options = _variant(name)
+    cubin = compile_variant(fn, ptrs, dict(constexprs, PDL=True, PDL_EARLY=True), dict(options, launch_pdl=True),
+                            arch).asm["cubin"]
+    lines = _sass_lines(cubin)
+    ops, loop_starts, labels = [], [], {}
+    for ln in lines:
+        lab = re.match(r"(\.L_x_\d+):", ln.strip())
+        if lab:
+            labels[lab.group(1)] = len(ops)
+            continue
+        m = _OPCODE.match(ln)
+        if not m:
+            continue
+        br = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
+        if br and br.group(1) in labels:  # a backward branch: its target starts a loop
+            loop_starts.append(labels[br.group(1)])
+        ops.append(m.group(1).split(".")[0])
+    first = lambda pred: next((i for i, o in enumerate(ops) if pred(o)), None)  # noqa: E731
+    wait = first(lambda o: o == "ACQBULK")
+    return dict(release=first(lambda o: o == "PREEXIT"), wait=wait, first_load=first(lambda o: o == "LDG"),
+                first_store=first(lambda o: o in ("STG", "ATOMG", "RED", "UTMASTG")),
+                first_loop=min(loop_starts) if loop_starts else None,
+                loads_before_wait=sum(1 for o in ops[:wait] if o == "LDG") if wait is not None else None)
+
+
 def compile_all(arch: int = 90, names=None, log=print, census: bool = False):
     if os.environ.get("TRITON_INTERPRET", "0") == "1":
         raise RuntimeError("compile_check needs TRITON_INTERPRET unset (the interpreter replaces the kernels)")
