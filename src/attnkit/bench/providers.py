@@ -83,10 +83,15 @@ PROVIDERS: dict[str, list[Provider]] = {
         Provider("attnkit_insert", "mqa_decode", "ours", "attnkit record writer: the step's T new tokens into the "
                  "window cache (a step = this + attention)", lambda inp: _mqa_insert(inp),
                  floor_bytes=lambda c: c["T"] * (512 * 2 + 8 + 8 + 64 * 4 + 528)),
-        Provider("attnkit_step_headpad", "mqa_decode", "ours", "a step: insert + head-padded attention",
-                 lambda inp: _mqa_step(inp, "headpad")),
-        Provider("attnkit_step_swapab", "mqa_decode", "ours", "a step: insert + swap-AB attention (H 16 / 32)",
-                 lambda inp: _mqa_step(inp, "swapab"), applies=lambda c: c["H"] in (16, 32)),
+        Provider("attnkit_step_headpad", "mqa_decode", "ours", "a step: insert + head-padded attention, every "
+                 "kernel a programmatic dependent of the one before and the query prepared during the insert (pdl, "
+                 "pdl_early_inputs: its fastest step, sweep mqa-pdl-early)",
+                 lambda inp: _mqa_step(inp, "headpad", pdl=True, pdl_early_inputs=True)),
+        Provider("attnkit_step_swapab", "mqa_decode", "ours", "a step: insert + swap-AB attention (H 16 / 32), every "
+                 "kernel a programmatic dependent of the one before and the query prepared during the insert (pdl, "
+                 "pdl_early_inputs: its fastest step, sweep mqa-pdl-early)",
+                 lambda inp: _mqa_step(inp, "swapab", pdl=True, pdl_early_inputs=True),
+                 applies=lambda c: c["H"] in (16, 32)),
         Provider("torch_dequant_sdpa", "mqa_decode", "peer",
                  "PyTorch record gather + dequantize to bf16 + SDPA (sink as a zero-valued key)",
                  lambda inp: peers.mqa_decode_torch(inp)),
