@@ -24,7 +24,10 @@ def pdl_rule(family: str, kernel: str | None = None) -> bool:
     - mqa_decode, a whole step (record writer, attention, merge), swap-AB: faster on all 20 cases (fp8 / nvfp4,
       16 / 32 heads, 1 to 64 tokens), by 0.3 to 1.9 us (h16 t1 fp8: 11.1 -> 10.3 us; h16 t16 fp8 18.6 -> 17.8).
       Head-padded: mixed (4 of 20 slower, up to 0.9 us), so off. The writer: on (its wait costs nothing and it
-      was on in the winning setting).
+      was on in the winning setting). Re-timed in whole steps at 0787b50 (`benchmarks/sweeps/h200-0787b50/
+      sweep-mqa-pdl-early.json`): head-padded with pdl 18 of 20 faster (0.905-1.030), and with the query prepared
+      before the wait (mqa_decode's pdl_early_inputs) all 20 (0.882-0.994); not re-timed as attention alone, so the
+      rule is left as it was (the bench's step providers pass pdl and pdl_early_inputs explicitly).
     - sparse_int8 decode: slower at 1, 2 and 8 rows (8.5 -> 9.2, 11.2 -> 12.0, 18.3 -> 18.7 us), faster at 4 only
       (13.7 -> 13.4): off.
     - relbias decode and verify: within 1 % either way: off."""
