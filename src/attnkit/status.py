@@ -24,9 +24,10 @@ KERNEL_PATHS = {
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
          "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows; gated on the H200 at "
          "d72dcca, d3eb8f4, f206dd4, a9a4b6f and d343e01; the dispatched path for 16 / 32 heads on the H200: "
-         "1.78-2.47x faster than head-padded for 1-16 tokens at d343e01 (fp8 2.15-2.47 / 1.94-2.29 at 16 / 32 heads, "
-         "nvfp4 1.99-2.19 / 1.78-1.99), 16-token step 17.2-17.4 us: the 2.2x / 1.8x and 10 us targets are met only in "
-         "part; 64 tokens 2.76-3.80x at f206dd4)", "implemented"),
+         "1.78-2.52x faster than head-padded for 1-16 tokens at 929048c (fp8 2.15-2.52 / 1.94-2.28 at 16 / 32 heads, "
+         "nvfp4 1.99-2.24 / 1.78-1.99), steps with the query prepared during the insert (pdl_early_inputs, both "
+         "kernels) 1.73-2.57x, 16-token step 16.2 us: the 2.2x / 1.8x and 10 us targets are met only in part; 64 "
+         "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
