@@ -68,3 +68,29 @@ def test_the_script_runs_its_processes_and_writes_its_record(tmp_path, device):
     rec = json.loads(out.read_text())
     assert [r["job"] for r in rec["results"]] == jobs
     assert all(r["fault"] is None and r["calls"] >= 1 and r["wrong_calls"] == 0 for r in rec["results"]), rec
+
+
+def test_mqa_step_subject_grammar(stress):
+    assert stress._check_job("mqa-step:swapab@mqa_decode-small-t1-h16-fp8") is None
+    assert "VARIANT" in stress._check_job("mqa-step:nope@mqa_decode-small-t1-h16-fp8")
+
+
+def test_mqa_step_subject_compares_with_the_plain_step():
+    """The mqa-step subject (a step under PDL with early inputs, latents alternating) against the plain launches'
+    step for the same latents: equal as run, a changed byte seen. Needs a GPU that runs PDL."""
+    import torch
+    from attnkit._runtime import pdl_runs
+    if not (torch.cuda.is_available() and pdl_runs(torch.device("cuda"))):
+        pytest.skip("PDL needs a CUDA sm_90+ GPU (not a pass)")
+    stress = importlib.util.module_from_spec(importlib.util.spec_from_file_location("stress_under_load", _PATH))
+    stress.__spec__.loader.exec_module(stress)
+    for variant in ("swapab", "headpad"):
+        case, call, check = stress._subject(f"mqa-step:{variant}@mqa_decode-model-t5-h32-nvfp4-partial")
+        inp = inputs.make_inputs(case, device="cuda", seed=1)
+        for _ in range(4):
+            assert check(call(inp)) == (0, None), variant
+        k, (out, lse) = call(inp)
+        out = out.clone()
+        out.view(-1)[5] += 1
+        n, ex = check((k, (out, lse)))
+        assert n > 0 and ex["latents"] == k

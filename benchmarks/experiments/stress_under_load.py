@@ -7,6 +7,11 @@ Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S]
   - relbias:VARIANT, VARIANT a key of RELBIAS_VARIANTS below: each call compared with the Triton forward kernel
     (gated against the fp64 oracle) on the same inputs; a row is wrong when its largest absolute difference exceeds
     0.01, when it holds a NaN, or when its LSE is not finite.
+  - mqa-step:VARIANT, VARIANT a key of MQA_STEP_VARIANTS below: a whole step under programmatic dependent launch
+    with pdl_early_inputs (the record writer writes each token's newest window record, alternating between two sets
+    of latents call by call, then the attention reads it), each call compared byte for byte with the plain launches'
+    step (no PDL) for the same latents: an attention that read a record before the writer had written it shows as a
+    wrong call ("swapab-nowait" never waits, which must show wrong calls, so this check can fail).
   Default: DEFAULT_JOBS (the dispatched relbias warp-specialized kernel, without its consumers' turns since the
   fix of its turn barriers, on prefill 8K, on chunks of 128 rows and on a decode-shaped case; the kernel with the
   turns; the kernel without them as it was before the fix (which must show wrong rows, so this check can fail); and
@@ -42,6 +47,11 @@ RELBIAS_VARIANTS = {
     "ws-no-turns-nokrel-unused-turns": dict(gluon=True, gluon_ws=True, gluon_pingpong=False,
                                             gluon_k_release=False, _ws_unused_turns=True),
     "one-warpgroup": dict(gluon=True, gluon_ws=False),
+}
+MQA_STEP_VARIANTS = {
+    "swapab": dict(kernel="swapab", gluon=True),
+    "headpad": dict(kernel="headpad"),
+    "swapab-nowait": dict(kernel="swapab", gluon=True, _pdl_skip_wait=True),  # wrong by design
 }
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:dispatched@relbias-tune-chunk128-b8-8k",
@@ -88,6 +98,8 @@ def _subject(spec: str):
             return n, (dict(rows=n, first=wrong.nonzero()[:6].tolist(),
                             max_abs=float(torch.nan_to_num(d, nan=float("inf")).max())) if n else None)
         return case, call, check
+    if subject.startswith("mqa-step:"):
+        return (case,) + _mqa_step_subject(MQA_STEP_VARIANTS[subject.split(":", 1)[1]])
     gate = next(g for g in registry.gates() if g.name == subject)
     first = []
 
@@ -103,6 +115,48 @@ def _subject(spec: str):
         n = sum(diff)
         return n, (dict(bytes_differing=diff) if n else None)
     return case, call, check
+
+
+def _mqa_step_subject(kw):
+    """(call, check) of an mqa-step job: the writer then the attention with pdl and pdl_early_inputs, the latents
+    alternating between two sets; each call's bits against the plain step's for the same set."""
+    import warnings
+
+    import torch
+
+    from attnkit.gate.specs import mqa_headpad_call
+    from attnkit.mqa_decode import mqa_write_records
+    warnings.simplefilter("ignore", RuntimeWarning)  # the no-wait variant says it is wrong by design
+    st = dict(n=0, ref=None)
+
+    def step(inp, lat, pdl):
+        slot = st["slot"]
+        mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, inp["swa_cache"], "fp8", validate=False, pdl=pdl)
+        extra = dict(kw) if pdl else {k: v for k, v in kw.items() if k != "_pdl_skip_wait"}
+        return mqa_headpad_call(inp, pdl=pdl, pdl_early_inputs=pdl, validate=False, **extra)
+
+    def call(inp):
+        if st["ref"] is None:
+            slot, seen = [], set()  # each token's first valid window slot, no two tokens the same
+            for row in inp["swa_idx"].tolist():
+                slot.append(next(x for x in row if x >= 0 and x not in seen))
+                seen.add(slot[-1])
+            st["slot"] = torch.tensor(slot, dtype=torch.long, device=inp["q"].device)
+            g = torch.Generator().manual_seed(7)
+            st["lat"] = [torch.randn(len(slot), 512, generator=g).bfloat16().to(inp["q"].device) * s for s in (1, -2)]
+            st["ref"] = [[t.clone() for t in _tensors(step(inp, lat, False))] for lat in st["lat"]]
+        k = st["n"] % 2
+        st["n"] += 1
+        return k, step(inp, st["lat"][k], True)
+
+    def check(res):
+        k, out = res
+        got = [t.detach().contiguous().view(-1).view(torch.uint8) for t in _tensors(out)]
+        ref = [t.contiguous().view(-1).view(torch.uint8) for t in st["ref"][k]]
+        diff = [int((a != b).sum()) for a, b in zip(ref, got)]
+        n = sum(diff)
+        return n, (dict(latents=k, bytes_differing=diff) if n else None)
+    return call, check
 
 
 def _job(spec: str, seed: int, seconds: float, queue, device: str = "cuda") -> None:
@@ -138,8 +192,11 @@ def _check_job(spec: str) -> str | None:
     if subject.startswith("relbias:"):
         if subject.split(":", 1)[1] not in RELBIAS_VARIANTS:
             return f"relbias:VARIANT with VARIANT in {sorted(RELBIAS_VARIANTS)}"
+    elif subject.startswith("mqa-step:"):
+        if subject.split(":", 1)[1] not in MQA_STEP_VARIANTS:
+            return f"mqa-step:VARIANT with VARIANT in {sorted(MQA_STEP_VARIANTS)}"
     elif subject not in {g.name for g in registry.gates()}:
-        return "SUBJECT: a gate name (attnkit check's) or relbias:VARIANT"
+        return "SUBJECT: a gate name (attnkit check's), relbias:VARIANT or mqa-step:VARIANT"
     try:
         shapes.get(case_id)
     except KeyError:

@@ -82,7 +82,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, merge_dc=None,
                          pdl=None, pdl_early_inputs=None,
-                         _perturb=None,
+                         _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
                          _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
@@ -232,6 +232,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                comp_idx.stride(0), m.stride(0), acc.stride(0))
     gluon_path = kernel == "swapab" and plan.gluon
     pdl_early = pdl_early and (gluon_path or kernel == "headpad")  # the Triton swap-AB kernel waits at entry
+    if _pdl_skip_wait and pdl_early:
+        import warnings
+        warnings.warn("_pdl_skip_wait: a diagnostics variant that never waits for the grid before it; its results "
+                      "are wrong by design", RuntimeWarning, stacklevel=2)
     require(not (pdl_early and gluon_path and plan.gluon_async), "pdl_early_inputs",
             "waits before the list loops; gluon_async copies the first records before the query")
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early))
@@ -242,7 +246,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
-                                        PDL_EARLY=pdl_early,
+                                        PDL_EARLY=(2 if _pdl_skip_wait else 1) if pdl_early else 0,
                                         num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
@@ -258,7 +262,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         n_hb = -(-H // plan.block_h)
         mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=pdl_early, **common, **pl)
+            num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=(2 if _pdl_skip_wait else 1) if pdl_early else 0,
+            **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)

@@ -58,7 +58,8 @@ def mqa_headpad_kernel(
     PDL_EARLY: tl.constexpr = False,
 ):
     # PDL_EARLY (with PDL): the query is loaded and rotated before the wait for the previous grid, which must not
-    # write q, positions or cos_sin (in a step: the record writer, which writes only records)
+    # write q, positions or cos_sin (in a step: the record writer, which writes only records); 2: no wait at all, a
+    # diagnostics variant that is wrong by design (the stress check must catch it)
     if PDL_EARLY:
         pdl_release(PDL)
     else:
@@ -73,7 +74,7 @@ def mqa_headpad_kernel(
     h_ok = heads < H
     pos = tl.load(POS + t).to(tl.int64)
     q = rope_q(Q, COS_SIN, t, heads, h_ok, stride_qt, stride_qh, pos, True)  # [BLOCK_H, 512]
-    if PDL_EARLY:  # every record load and every global store comes after this wait
+    if PDL_EARLY == 1:  # every record load and every global store comes after this wait
         pdl_wait(PDL)
     n0 = split * slots_per_split
     n1 = tl.minimum(n0 + slots_per_split, W + K)

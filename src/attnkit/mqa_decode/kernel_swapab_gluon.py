@@ -400,7 +400,8 @@ def mqa_swapab_gluon_kernel(
     PDL_EARLY: gl.constexpr = False,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
-    # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records)
+    # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
+    # 2: no wait at all, a diagnostics variant that is wrong by design (the stress check must catch it)
     if PDL_EARLY:
         gl.static_assert(not ASYNC, "PDL_EARLY waits before the list loops; ASYNC copies records before the query")
         pdl_release(PDL)
@@ -494,7 +495,7 @@ def mqa_swapab_gluon_kernel(
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
     if LIVE < BLOCK_N:  # half tiles: the rows no slot fills hold zeros (their probabilities are 0, and 0 x NaN is NaN)
         kv_smem.slice(LIVE, BLOCK_N - LIVE, dim=0).store(gl.zeros([BLOCK_N - LIVE, 512], gl.bfloat16, layout=q_ld))
-    if PDL_EARLY:  # every record load and every global store comes after this wait
+    if PDL_EARLY == 1:  # every record load and every global store comes after this wait
         pdl_wait(PDL)
 
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
