@@ -25,7 +25,8 @@ the jobs, per job: calls, calls with a difference, examples) and prints one line
 Runs: at c9db574 (as benchmarks/experiments/relbias_ws_stress.py, relbias jobs only, written VARIANT:CASE; its
 "ws-no-turns*" variants then ran the kernel as "-unused-turns" runs it now): benchmarks/experiments/
 relbias-ws-stress-h200-c9db574.json. At 9e5c820 (the turns then the default; "ws-no-turns*" reached through a
-diagnostic argument since removed, the same kernel): benchmarks/experiments/stress-h200-9e5c820.json.
+diagnostic argument since removed, the same kernel): benchmarks/experiments/stress-h200-9e5c820.json. At 0e19896 (the
+mqa-step jobs, five processes for 30 s): benchmarks/experiments/stress-h200-0e19896-pdl-early.json.
 """
 
 import argparse
