@@ -111,16 +111,22 @@ def test_pdl_step_in_a_cuda_graph_replays_after_the_inputs_change():
 
     for _ in range(2):
         step(True)  # compile outside the capture
+    _replays_match(lambda: step(True), lambda: step(False), inp["q"], lat)
+
+
+def _replays_match(captured, plain, q, lat):
+    """Capture `captured` (a step) in a CUDA graph; after q and the new latents change in place, each replay gives
+    the bits of `plain` run eagerly."""
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out_g, lse_g = step(True)
+        out_g, lse_g = captured()
     for scale in (0.5, -1.5):
-        inp["q"].mul_(scale)
+        q.mul_(scale)
         lat.mul_(scale)
         graph.replay()
         torch.cuda.synchronize()
-        out_e, lse_e = step(False)
+        out_e, lse_e = plain()
         assert torch.equal(out_g.view(torch.uint8), out_e.view(torch.uint8)) and torch.equal(lse_g, lse_e)
 
 
@@ -153,17 +159,7 @@ def test_pdl_early_inputs_step_gives_the_plain_bits_in_a_replayed_graph(case, ke
     ref_out, ref_lse = step(False, pdl=False)
     assert "_early_inputs" not in LAUNCHED_KEYS[n1][0]
     assert torch.equal(out.view(torch.uint8), ref_out.view(torch.uint8)) and torch.equal(lse, ref_lse)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out_g, lse_g = step(True)
-    for scale in (0.5, -1.5):
-        inp["q"].mul_(scale)
-        lat.mul_(scale)
-        graph.replay()
-        torch.cuda.synchronize()
-        out_e, lse_e = step(False, pdl=False)
-        assert torch.equal(out_g.view(torch.uint8), out_e.view(torch.uint8)) and torch.equal(lse_g, lse_e)
+    _replays_match(lambda: step(True), lambda: step(False, pdl=False), inp["q"], lat)
 
 
 def test_pdl_early_inputs_option(monkeypatch):
