@@ -191,6 +191,58 @@ def test_mqa_custom_ops(device):
     assert check_custom_op(torch.ops.attnkit.mqa_write_records, wargs, mutated=(4,))["opcheck"]
 
 
+@pytest.mark.parametrize("kernel", [None, "headpad"])
+def test_decode_step_writes_then_attends(device, kernel):
+    """mqa_decode_step: the new records written, then the attention (with PDL and early inputs where PDL runs): the
+    same bits as the writer and the attention called one after the other, the fp64 oracle on the cache as written
+    (the attention sees the new records), and its refusals."""
+    from attnkit.mqa_decode import mqa_decode_step, mqa_write_records
+    inp = make_inputs(shapes.get("mqa_decode-model-t5-h32-nvfp4-partial" if device == "cuda"
+                                 else "mqa_decode-small-t2-h32-nvfp4"), device, 4)
+    T = inp["q"].shape[0]
+    slot, seen = [], set()  # per token a valid slot of its own window list, no two tokens the same
+    for row in inp["swa_idx"].tolist():
+        slot.append(next(x for x in row if x >= 0 and x not in seen))
+        seen.add(slot[-1])
+    slot = torch.tensor(slot, dtype=torch.long, device=device)
+    lat = torch.randn(T, 512, generator=torch.Generator().manual_seed(9)).bfloat16().to(device) * 3
+    args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
+            inp["cos_sin"], inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"])
+    before = inp["swa_cache"].clone()
+    out, lse = mqa_decode_step(lat, slot, *args, kernel=kernel)
+    assert not torch.equal(before, inp["swa_cache"])  # the records were written
+    ref, ref_lse = mqa_decode_oracle(inp)  # over the cache as written
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+    inp["swa_cache"].copy_(before)
+    mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, inp["swa_cache"], "fp8", pdl=False)
+    out2, lse2 = mqa_headpad_call(inp, kernel=kernel, pdl=False)
+    assert torch.equal(out.view(torch.uint8), out2.view(torch.uint8)) and torch.equal(lse, lse2)
+    with pytest.raises(ValueError, match="pdl_early_inputs"):
+        mqa_decode_step(lat, slot, *args, pdl_early_inputs=False)
+    with pytest.raises(ValueError, match="new_positions"):
+        mqa_decode_step(lat[:1], slot[:1], *args)
+    out3, _ = mqa_decode_step(lat[:1], slot[:1], *args, new_positions=inp["positions"][:1].clone(), kernel=kernel)
+    assert out3.shape == out.shape
+
+
+def test_decode_step_custom_op(device):
+    import attnkit.ops  # noqa: F401
+    from attnkit.testing.opcheck import check_custom_op
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
+    slot = inp["swa_idx"][0, :1].clone().long().clamp(min=0)
+    lat = inp["q"][:, 0].contiguous()
+    args = [lat, slot, inp["positions"], inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
+            inp["positions"], inp["cos_sin"], inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"], ""]
+
+    def refresh(a):  # graph replays after the new latent and q change in place
+        a[0].mul_(-0.5)
+        a[3].mul_(2.0)
+
+    assert check_custom_op(torch.ops.attnkit.mqa_decode_step, args, refresh=refresh)["opcheck"]
+
+
 def test_mxfp8_output_matches_the_rounding_rule_and_leaves_padding_untouched(device):
     from attnkit.reference.mqa_decode import encode_fp8_record
     inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 8)

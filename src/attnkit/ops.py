@@ -16,6 +16,9 @@ Registered ops:
 - ``attnkit::mqa_decode(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
   softmax_scale, comp_format, kernel) -> (out, lse)`` (``kernel = ""``: the dispatch rule) and
   ``attnkit::mqa_write_records(latent, positions, cos_sin, slots, cache!, fmt) -> ()``.
+- ``attnkit::mqa_decode_step(latent, slots, new_positions, q, swa_cache!, comp_cache, swa_idx, comp_idx, positions,
+  cos_sin, sink, num_heads, softmax_scale, comp_format, kernel) -> (out, lse)``: a whole step (the new records
+  written, then the attention; with programmatic dependent launch where it runs).
 - ``attnkit::relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache!, v_cache!, block_table, seqused_k,
   k_scale?, v_scale?) -> ()``: append new tokens into the paged cache (fp8-quantizing).
 """
@@ -138,3 +141,20 @@ def mqa_write_records(latent: Tensor, positions: Tensor, cos_sin: Tensor, slots:
 @mqa_write_records.register_fake
 def _mqa_write_records_fake(latent, positions, cos_sin, slots, cache, fmt):
     return None
+
+
+@torch.library.custom_op("attnkit::mqa_decode_step", mutates_args=("swa_cache",))
+def mqa_decode_step(latent: Tensor, slots: Tensor, new_positions: Tensor, q: Tensor, swa_cache: Tensor,
+                    comp_cache: Tensor, swa_idx: Tensor, comp_idx: Tensor, positions: Tensor, cos_sin: Tensor,
+                    sink: Tensor, num_heads: int, softmax_scale: float, comp_format: str,
+                    kernel: str) -> tuple[Tensor, Tensor]:
+    from .mqa_decode import mqa_decode_step as step
+    return step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
+                softmax_scale, comp_format, new_positions=new_positions, validate=False, kernel=kernel or None)
+
+
+@mqa_decode_step.register_fake
+def _mqa_decode_step_fake(latent, slots, new_positions, q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
+                          cos_sin, sink, num_heads, softmax_scale, comp_format, kernel):
+    T = q.shape[0]
+    return q.new_empty((T, num_heads, q.shape[2])), q.new_empty((T, num_heads), dtype=torch.float32)

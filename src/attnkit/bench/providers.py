@@ -85,11 +85,11 @@ PROVIDERS: dict[str, list[Provider]] = {
                  floor_bytes=lambda c: c["T"] * (512 * 2 + 8 + 8 + 64 * 4 + 528)),
         Provider("attnkit_step_headpad", "mqa_decode", "ours", "a step: insert + head-padded attention, every "
                  "kernel a programmatic dependent of the one before and the query prepared during the insert (pdl, "
-                 "pdl_early_inputs: its fastest step, sweep mqa-pdl-early)",
+                 "pdl_early_inputs: its fastest step, sweep mqa-pdl-early; the launches mqa_decode_step makes)",
                  lambda inp: _mqa_step(inp, "headpad", pdl=True, pdl_early_inputs=True)),
         Provider("attnkit_step_swapab", "mqa_decode", "ours", "a step: insert + swap-AB attention (H 16 / 32), every "
                  "kernel a programmatic dependent of the one before and the query prepared during the insert (pdl, "
-                 "pdl_early_inputs: its fastest step, sweep mqa-pdl-early)",
+                 "pdl_early_inputs: its fastest step, sweep mqa-pdl-early; the launches mqa_decode_step makes)",
                  lambda inp: _mqa_step(inp, "swapab", pdl=True, pdl_early_inputs=True),
                  applies=lambda c: c["H"] in (16, 32)),
         Provider("torch_dequant_sdpa", "mqa_decode", "peer",
@@ -184,6 +184,7 @@ def _mqa_step(inp, kernel, pdl=None, **extra):
         insert()
         return attend()
     return run
+
 
 
 def providers(family: str, names=None) -> list[Provider]:

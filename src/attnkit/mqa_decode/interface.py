@@ -288,6 +288,31 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     return out, lse.view(T, H)
 
 
+def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
+                    softmax_scale, comp_format="fp8", *, new_positions=None, validate=True, pdl=None, **options):
+    """One decode step: the step's new latents [n, 512] bf16 written as fp8 records into ``swa_cache`` at slot ids
+    ``slots`` [n] (their RoPE dims rotated at ``new_positions``, default ``positions`` when n == T), then the
+    attention over both lists (``mqa_decode_attention``'s arguments and keyword options). Returns (out, lse).
+
+    pdl (else ``ATTNKIT_PDL``; default: on where it runs, both kernels): the attention and its merge launched as
+    programmatic dependents of the kernel before them, and the attention's query prepared while the writer runs
+    (``pdl_early_inputs``, safe here: the kernel launched just before the attention is this step's writer, which
+    writes only the window cache). Sweep mqa-pdl-early (``benchmarks/sweeps/h200-0787b50/``): the fastest step for
+    both kernels on all 20 cases timed (docs/mqa_decode.md)."""
+    from .._runtime import pdl_runs
+    require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be a [T, H_pad, 512] tensor")
+    if new_positions is None:
+        require(isinstance(latent, torch.Tensor) and latent.dim() == 2 and latent.shape[0] == q.shape[0],
+                "new_positions", "needed when the step writes a number of latents other than its T tokens")
+        new_positions = positions
+    require("pdl_early_inputs" not in options, "pdl_early_inputs", "is set by the step (on with pdl)")
+    use_pdl = resolve_pdl(pdl, q.device, pdl_runs(q.device))
+    mqa_write_records(latent, new_positions, cos_sin, slots, swa_cache, "fp8", validate=validate, pdl=use_pdl)
+    return mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
+                                softmax_scale, comp_format, validate=validate, pdl=use_pdl, pdl_early_inputs=use_pdl,
+                                **options)
+
+
 def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int = 128, topk: int = 512,
                          kernel=None, comp_format: str = "fp8", swapab_per_format=None, gluon=None,
                          gluon_warps=None, gluon_async=None, gluon_half=None) -> torch.Tensor:
