@@ -298,7 +298,9 @@ def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, 
     programmatic dependents of the kernel before them, and the attention's query prepared while the writer runs
     (``pdl_early_inputs``, safe here: the kernel launched just before the attention is this step's writer, which
     writes only the window cache). Sweep mqa-pdl-early (``benchmarks/sweeps/h200-0787b50/``): the fastest step for
-    both kernels on all 20 cases timed (docs/mqa_decode.md)."""
+    both kernels on all 20 cases timed (docs/mqa_decode.md). Before CUDA-graph capture, warm up with
+    ``mqa_decode_warmup(..., pdl=on, pdl_early_inputs=on)`` (on: whether PDL runs on the device), which compiles the
+    attention and merge launches of such steps."""
     from .._runtime import pdl_runs
     require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be a [T, H_pad, 512] tensor")
     if new_positions is None:
