@@ -27,13 +27,14 @@ for stage in $STAGES; do
     tests)
       $PY -m pytest -q -p no:cacheprovider tests > "$OUTDIR/pytest.log" 2>&1 || status=1
       tail -3 "$OUTDIR/pytest.log" ;;
-    tests-par)  # the test files in six groups side by side (compile-bound, so they overlap on a many-core host);
+    tests-par)  # the test files in seven groups side by side (compile-bound, so they overlap on a many-core host);
       # the last group is every test file the others do not name, so no file is left out
       groups=("tests/test_relbias.py"
               "tests/test_relbias_gluon.py"
               "tests/test_relbias_gluon_decode.py tests/test_relbias_writer.py tests/test_relbias_clients.py tests/test_relbias_ws_protocol.py"
               "tests/test_sparse_int8.py tests/test_sparse_int8_corner_cases.py tests/test_splitk.py"
-              "tests/test_mqa_decode.py tests/test_mqa_writer.py tests/test_tensor_parallel.py tests/test_fp8_rounding.py tests/test_properties.py")
+              "tests/test_mqa_decode.py tests/test_mqa_writer.py tests/test_tensor_parallel.py tests/test_fp8_rounding.py tests/test_properties.py"
+              "tests/test_compile_sm90.py")  # compile-only, CPU-bound: apart, or the last group outlasts a 10-minute call
       named=" ${groups[*]} "
       rest=""
       for f in tests/test_*.py; do case "$named" in *" $f "*) ;; *) rest="$rest $f" ;; esac; done
