@@ -6,7 +6,7 @@ import torch
 from attnkit.gate.specs import mqa_headpad_call
 from attnkit.testing import compare, shapes
 from attnkit.testing.baselines import mqa_decode_baseline
-from attnkit.testing.inputs import make_inputs
+from attnkit.testing.inputs import distinct_window_slots, make_inputs
 from attnkit.testing.oracles import mqa_decode_oracle
 
 
@@ -200,11 +200,7 @@ def test_decode_step_writes_then_attends(device, kernel):
     inp = make_inputs(shapes.get("mqa_decode-model-t5-h32-nvfp4-partial" if device == "cuda"
                                  else "mqa_decode-small-t2-h32-nvfp4"), device, 4)
     T = inp["q"].shape[0]
-    slot, seen = [], set()  # per token a valid slot of its own window list, no two tokens the same
-    for row in inp["swa_idx"].tolist():
-        slot.append(next(x for x in row if x >= 0 and x not in seen))
-        seen.add(slot[-1])
-    slot = torch.tensor(slot, dtype=torch.long, device=device)
+    slot = distinct_window_slots(inp["swa_idx"])
     lat = torch.randn(T, 512, generator=torch.Generator().manual_seed(9)).bfloat16().to(device) * 3
     args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
             inp["cos_sin"], inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"])

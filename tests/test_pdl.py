@@ -12,7 +12,7 @@ from attnkit.mqa_decode.interface import LAUNCHED_KEYS, mqa_decode_warmup
 from attnkit.relbias import relbias_write_kv
 from attnkit.splitk import PDL, pdl_rule
 from attnkit.testing import shapes
-from attnkit.testing.inputs import make_inputs
+from attnkit.testing.inputs import distinct_window_slots, make_inputs
 
 
 def test_pdl_option_grammar_and_default():
@@ -141,11 +141,7 @@ def test_pdl_early_inputs_step_gives_the_plain_bits_in_a_replayed_graph(case, ke
     T = inp["q"].shape[0]
     g = torch.Generator().manual_seed(3)
     lat = torch.randn(T, 512, generator=g).bfloat16().cuda()
-    slot, seen = [], set()  # per token a valid window slot of its own list, no two tokens the same: the attention
-    for row in inp["swa_idx"].tolist():  # reads what the writer has just written there
-        slot.append(next(x for x in row if x >= 0 and x not in seen))
-        seen.add(slot[-1])
-    slot = torch.tensor(slot, dtype=torch.long, device="cuda")
+    slot = distinct_window_slots(inp["swa_idx"])  # the attention reads what the writer has just written there
     pos = inp["positions"].clone()
 
     def step(early, pdl=True):

@@ -3,8 +3,8 @@
 # timed alone (ncu serializes launches, so programmatic dependent launch overlaps nothing here), boost clocks kept,
 # plus the warp stall reasons of the attention kernel. Usage: benchmarks/experiments/ncu_mqa_small_t.sh OUTDIR
 set -uo pipefail
-OUT=${1:?usage: ncu_mqa_small_t.sh OUTDIR}
-mkdir -p "$OUT"
+OUTDIR=${1:?usage: ncu_mqa_small_t.sh OUTDIR}
+mkdir -p "$OUTDIR"
 cd "$(dirname "$0")/../.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 M=gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
@@ -15,4 +15,4 @@ done
 # every attention and merge launch of the profile run (two warm-up calls, then --iters calls, per provider and case)
 ncu --clock-control none --kernel-name regex:"mqa_(swapab|headpad|merge)" --metrics "$M" --csv --page raw \
   python -m attnkit.cli profile --family mqa_decode --provider attnkit_swapab --provider attnkit_headpad $cases \
-  --iters 2 --out "$OUT/profile.json" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+  --iters 2 --out "$OUTDIR/profile.json" > "$OUTDIR/ncu.csv" 2> "$OUTDIR/ncu.err"

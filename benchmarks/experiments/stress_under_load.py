@@ -127,6 +127,7 @@ def _mqa_step_subject(kw):
 
     from attnkit.gate.specs import mqa_headpad_call
     from attnkit.mqa_decode import mqa_write_records
+    from attnkit.testing.inputs import distinct_window_slots
     warnings.simplefilter("ignore", RuntimeWarning)  # the no-wait variant says it is wrong by design
     st = dict(n=0, ref=None)
 
@@ -138,13 +139,9 @@ def _mqa_step_subject(kw):
 
     def call(inp):
         if st["ref"] is None:
-            slot, seen = [], set()  # each token's first valid window slot, no two tokens the same
-            for row in inp["swa_idx"].tolist():
-                slot.append(next(x for x in row if x >= 0 and x not in seen))
-                seen.add(slot[-1])
-            st["slot"] = torch.tensor(slot, dtype=torch.long, device=inp["q"].device)
+            st["slot"] = distinct_window_slots(inp["swa_idx"])
             g = torch.Generator().manual_seed(7)
-            st["lat"] = [torch.randn(len(slot), 512, generator=g).bfloat16().to(inp["q"].device) * s for s in (1, -2)]
+            st["lat"] = [torch.randn(len(st["slot"]), 512, generator=g).bfloat16().to(inp["q"].device) * s for s in (1, -2)]
             st["ref"] = [[t.clone() for t in _tensors(step(inp, lat, False))] for lat in st["lat"]]
         k = st["n"] % 2
         st["n"] += 1

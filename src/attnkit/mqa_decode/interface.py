@@ -166,7 +166,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, SWAPAB_GLUON, SWAPAB_HEADS, SWAPAB_PER_FORMAT,
+    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, PDL_EARLY_INPUTS, SWAPAB_GLUON,
+                         SWAPAB_HEADS, SWAPAB_PER_FORMAT,
                          headpad_plan, merge_dc_rule, merge_warps, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
@@ -182,8 +183,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
     use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel))
     pl = pdl_launch(use_pdl)
-    from .config import PDL_EARLY_INPUTS
-    pdl_early = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs)) and use_pdl
+    early_asked = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs))  # a bad value raises here, with or without pdl
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
     if out is None:
@@ -231,7 +231,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
                comp_idx.stride(0), m.stride(0), acc.stride(0))
     gluon_path = kernel == "swapab" and plan.gluon
-    pdl_early = pdl_early and (gluon_path or kernel == "headpad")  # the Triton swap-AB kernel waits at entry
+    # the Triton swap-AB kernel waits at entry; PDL_EARLY 2 (the diagnostics variant) never waits
+    pdl_early = early_asked and use_pdl and (gluon_path or kernel == "headpad")
+    pdl_early_mode = (2 if _pdl_skip_wait else 1) if pdl_early else 0
     if _pdl_skip_wait and pdl_early:
         import warnings
         warnings.warn("_pdl_skip_wait: a diagnostics variant that never waits for the grid before it; its results "
@@ -246,7 +248,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
-                                        PDL_EARLY=(2 if _pdl_skip_wait else 1) if pdl_early else 0,
+                                        PDL_EARLY=pdl_early_mode,
                                         num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
@@ -262,8 +264,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         n_hb = -(-H // plan.block_h)
         mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=(2 if _pdl_skip_wait else 1) if pdl_early else 0,
-            **common, **pl)
+            num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)

@@ -131,6 +131,16 @@ def paged_cache(k: torch.Tensor, v: torch.Tensor, seqlens_k, block_size: int, ge
     return k_cache, v_cache, table.to(dev), seqused.to(dev)
 
 
+def distinct_window_slots(swa_idx: torch.Tensor) -> torch.Tensor:
+    """Per token (row of swa_idx) a valid slot of its own window list, no two tokens the same: where a step's writer
+    can put each token's new record so that the attention reads it (int64 [T], on swa_idx's device)."""
+    slots, seen = [], set()
+    for row in swa_idx.tolist():
+        slots.append(next(x for x in row if x >= 0 and x not in seen))
+        seen.add(slots[-1])
+    return torch.tensor(slots, dtype=torch.long, device=swa_idx.device)
+
+
 def rope_cos_sin(max_pos: int, rope_dim: int = 64, theta: float = 10000.0) -> torch.Tensor:
     """[max_pos, rope_dim] fp32: rope_dim/2 cos then rope_dim/2 sin."""
     half = rope_dim // 2
