@@ -218,8 +218,9 @@ GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
                          "by its block's scale in two bf16x2 products, instead of through an fp16 and an fp32 product")
 # Half tiles (gluon_half): each program gathers and decodes 32 slots into the first 32 rows of its 64-row MMA tile (the
 # other rows zero, their scores masked), so a step has twice the programs, each with about 30 % fewer instructions
-# per tile (compile_check --census, 8 warps, the early list loops, 16 heads: fp8 window loop 840 -> 588, the
-# compressed loop 1099 -> 847; nvfp4 compressed loop 1290 -> 943; 32 heads: 951 -> 704, nvfp4 1402 -> 1056) and
+# per tile (benchmarks/experiments/sass-census-sm90-mqa-half-aab7888.json, 8 warps, the early list loops, 16 heads:
+# window loop 840 -> 588, compressed loop fp8 1099 -> 847, nvfp4 1291 -> 943; 32 heads: window loop 952 -> 704,
+# compressed loop fp8 1209 -> 958, nvfp4 1402 -> 1056) and
 # the same prologue (the query) and partial stores. At 1-4 tokens a program runs one tile and most SMs idle
 # (10 programs per token at the default lists), so shorter programs should shorten the step while the half-tile
 # launch still fits one wave. The rule: half tiles where T x (the slots / 32) programs fit one wave of resident
