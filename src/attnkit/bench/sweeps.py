@@ -465,6 +465,17 @@ SWEEPS["mqa-pdl-early"] = Sweep(
      ("swapab-step", dict(step=True, kernel="swapab")),
      ("swapab-step-early", dict(step=True, kernel="swapab", pdl_early_inputs=True))))
 
+SWEEPS["mqa-headpad-pdl"] = Sweep(
+    "mqa_decode", "attention alone (each call's kernels after the previous call's merge): the head-padded kernel with "
+    "pdl and pdl_early_inputs against its rule (pdl off), beside swap-AB's rule (pdl on) and swap-AB with "
+    "pdl_early_inputs: is the attention-only ratio a like-for-like comparison",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("headpad-pdl", dict(kernel="headpad", pdl=True)),
+     ("headpad-pdl-early", dict(kernel="headpad", pdl=True, pdl_early_inputs=True)),
+     ("swapab", dict(kernel="swapab")),
+     ("swapab-early", dict(kernel="swapab", pdl_early_inputs=True))))
+
 SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel's bias gathered in 64-bit pairs (gluon_bias_pairs) against "
     "the dispatched kernel, on the cases gluon_ws_rule sends to it and a windowed one forced onto it",
