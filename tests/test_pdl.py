@@ -19,6 +19,9 @@ def test_pdl_option_grammar_and_default():
     assert PDL.resolve(None, {}) is None  # the rule (splitk.pdl_rule) decides
     assert pdl_rule("mqa_decode", "swapab") and pdl_rule("mqa_decode", "writer")
     assert not pdl_rule("mqa_decode", "headpad") and not pdl_rule("sparse_int8") and not pdl_rule("relbias")
+    # head-padded attention: on at 1 and 2 tokens (faster there as attention alone), off from 3
+    assert pdl_rule("mqa_decode", "headpad", 1) and pdl_rule("mqa_decode", "headpad", 2)
+    assert not pdl_rule("mqa_decode", "headpad", 3) and not pdl_rule("mqa_decode", "headpad", 16)
     assert resolve_pdl(None, torch.device("cpu"), rule=True) is False  # the rule never asks where PDL cannot run
     assert PDL.resolve(None, {"ATTNKIT_PDL": "1"}) is True
     for bad in ("true", "01", " 1", "2"):

@@ -235,3 +235,32 @@ def test_gluon_matches_the_triton_twin(case, tps):
     assert (diff <= 4 * 2.0 ** -8 * t.float().abs() + 1e-30).float().mean() > 0.999, diff.max()
     fin = torch.isfinite(t_lse)
     assert torch.equal(fin, torch.isfinite(g_lse)) and torch.allclose(g_lse[fin], t_lse[fin], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case,tps,prefetch", [
+    ("sparse_int8-decode-r3-g6-n509-perhead", None, False), ("sparse_int8-decode-r3-g6-n509-perhead", 1, False),
+    ("sparse_int8-decode-r3-g6-n509-perhead", 3, False), ("sparse_int8-decode-r3-g6-n509-perhead", 3, True),
+    ("sparse_int8-edge-n0", None, False), ("sparse_int8-edge-all-invalid-rows", 2, False)])
+def test_early_gather_gives_the_same_bits(case, tps, prefetch, device):
+    """early_gather only moves the first tile's id load and gather ahead of the query (and each next tile's gather
+    to the end of the tile before): the Triton plain loop's output and LSE, bit for bit, with and without it."""
+    i = _inp(device, case)
+    kw = dict(tiles_per_split=tps, prefetch=prefetch, gluon=False, swap_ab=False)
+    a, a_lse = sparse_int8_kernel_call(i, None, **kw)
+    b, b_lse = sparse_int8_kernel_call(i, None, early_gather=True, **kw)
+    assert unwritten(b) == 0
+    assert torch.equal(a, b) and torch.equal(a_lse, b_lse)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-model-decode-r2-c32k",
+                                  "sparse_int8-model-decode-r8-c32k", "sparse_int8-prefill-r128-g12-n2048"])
+def test_early_gather_gives_the_same_bits_on_the_gpu(case):
+    """On a GPU: the dispatched kernels (the Triton plain loop at one row, the Gluon kernel from two on sm_90) with
+    and without early_gather, bit for bit."""
+    i = _inp("cuda", case)
+    for kw in (dict(), dict(gluon=False, swap_ab=False), dict(tiles_per_split=1)):
+        a, a_lse = sparse_int8_kernel_call(i, None, **kw)
+        b, b_lse = sparse_int8_kernel_call(i, None, early_gather=True, **kw)
+        assert unwritten(b) == 0
+        assert torch.equal(a, b) and torch.equal(a_lse, b_lse), kw

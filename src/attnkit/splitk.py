@@ -18,7 +18,10 @@ PDL = Switch("pdl", "ATTNKIT_PDL", None,
              "overlap the previous kernel's tail; CUDA sm_90+ only. Default: the rule (pdl_rule)")
 
 
-def pdl_rule(family: str, kernel: str | None = None) -> bool:
+HEADPAD_PDL_MAX_TOKENS = 2  # mqa_decode head-padded attention: pdl up to this many tokens (pdl_rule)
+
+
+def pdl_rule(family: str, kernel: str | None = None, tokens: int | None = None) -> bool:
     """Where programmatic dependent launch is on by default (on a GPU that runs it). H200 evidence, every setting
     alternating in one run (`benchmarks/sweeps/h200-cc494b2/sweep-pdl-*.json`):
     - mqa_decode, a whole step (record writer, attention, merge), swap-AB: faster on all 20 cases (fp8 / nvfp4,
@@ -26,12 +29,19 @@ def pdl_rule(family: str, kernel: str | None = None) -> bool:
       Head-padded: mixed (4 of 20 slower, up to 0.9 us), so off. The writer: on (its wait costs nothing and it
       was on in the winning setting). Re-timed in whole steps at 0787b50 (`benchmarks/sweeps/h200-0787b50/
       sweep-mqa-pdl-early.json`): head-padded with pdl 18 of 20 faster (0.905-1.030), and with the query prepared
-      before the wait (mqa_decode's pdl_early_inputs) all 20 (0.882-0.994); not re-timed as attention alone, so the
-      rule is left as it was (the bench's step providers pass pdl and pdl_early_inputs explicitly).
+      before the wait (mqa_decode's pdl_early_inputs) all 20 (0.882-0.994). As attention alone (each call after the
+      previous call's merge) at 4da1389 (`benchmarks/sweeps/h200-4da1389/sweep-mqa-headpad-pdl.json`, paired
+      pdl / rule): 1 token 0.956-0.964 and 2 tokens 0.950-0.984 on all 8 cases (16 / 32 heads, fp8 / nvfp4; h16 t1
+      fp8 21.9 -> 21.1 us), 4 tokens 1.015-1.085, 8 tokens 1.008-1.056, 16 tokens 0.979-1.034: so head-padded is
+      on up to HEADPAD_PDL_MAX_TOKENS tokens (the bench's step providers pass pdl and pdl_early_inputs explicitly).
     - sparse_int8 decode: slower at 1, 2 and 8 rows (8.5 -> 9.2, 11.2 -> 12.0, 18.3 -> 18.7 us), faster at 4 only
       (13.7 -> 13.4): off.
     - relbias decode and verify: within 1 % either way: off."""
-    return family == "mqa_decode" and kernel in ("swapab", "writer")
+    if family != "mqa_decode":
+        return False
+    if kernel == "headpad":
+        return tokens is not None and tokens <= HEADPAD_PDL_MAX_TOKENS
+    return kernel in ("swapab", "writer")
 
 # Merge rule, H200 evidence (`benchmarks/sweeps/h200-67ecdb2/sweep-sparse_int8-merge.json` and
 # `sweep-relbias-merge.json`, medians in us, every setting alternating in one run): with few rows one program

@@ -121,7 +121,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
     quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
-    runs, off for the head-padded one): each launched as a programmatic dependent of the kernel before it (CUDA
+    runs, for the head-padded one at 1 and 2 tokens only): each launched as a programmatic dependent of the kernel before it (CUDA
     sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
     ``ATTNKIT_MQA_PDL_EARLY_INPUTS``, default off; no effect without pdl): the attention kernel reads q, positions,
     cos_sin and the slot lists and prepares the query before it waits for the kernel launched just before it, which
@@ -181,7 +181,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format),
                                         gluon=use_gluon) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
-    use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel))
+    use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel, T))
     pl = pdl_launch(use_pdl)
     early_asked = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs))  # a bad value raises here, with or without pdl
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
