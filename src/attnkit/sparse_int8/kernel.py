@@ -21,7 +21,7 @@ Numerics   The folded query q' = q * key_scale * scale is formed from power-of-t
            loop instead (the one fallback, chosen per program).
            The LSE is returned in fp32 and saturates to +-inf where the true one lies outside fp32.
 Loops      the hand-written prefetch (indices two tiles ahead; the rule except below; EARLY: the first tile's ids
-           and rows requested before the query, each next tile's rows right after a tile's products), PIPE (the plain loop,
+           loaded before the query, its rows gathered before the query's fold, the tile peeled off the loop), PIPE (the plain loop,
            Triton's pipeliner), SWAP (swap-AB: candidates on the MMA's M side, the heads on N, O^T accumulated
            and transposed once; the rule on the direct path at D = 256 over an int8 cache, with QK_INT8).
 Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config). On sm_90 the swap-AB integer-score
@@ -208,14 +208,10 @@ def sparse_int8_kernel(
         c1 = tl.minimum(c0 + cands_per_split, N)
         idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
         kv_base = g * stride_kh
-        # the first tile's ids and rows requested before the query (which they do not depend on), so the query's
-        # load and fold overlap the id load and the gather instead of preceding them
+        # the first tile's ids loaded before the query and its rows gathered before the query's fold (neither
+        # depends on the query): the id load, the query load and the gather overlap instead of following each other
         offs_j = c0 + tl.arange(0, BLOCK_N)
         idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
-        ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
-        safe = tl.where(ok, idx, 0).to(tl.int64)
-        k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
-        v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
         offs_1 = offs_j + BLOCK_N
         idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
 
@@ -223,6 +219,11 @@ def sparse_int8_kernel(
     q = tl.load(Q + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
                 mask=row_ok[:, None], other=0.0).to(tl.float32)
     ks = tl.load(KS + g * HEAD_DIM + offs_d)
+    if EARLY:
+        ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
+        safe = tl.where(ok, idx, 0).to(tl.int64)
+        k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
+        v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
     qn, E = fold_query(q, ks, scale_mant, scale_exp)  # E [BLOCK_R] int32
     q_hi = qn.to(tl.bfloat16)
     q_lo = (qn - q_hi.to(tl.float32)).to(tl.bfloat16)
@@ -237,8 +238,8 @@ def sparse_int8_kernel(
         idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
     # latency (one CTA per SM at these register counts, so nothing else hides it): indices are loaded two
     # tiles ahead; with PREFETCH a tile's K and V rows are gathered one tile ahead too, so the gathers of
-    # tile j + 1 are in flight while tile j is computed (more registers); with EARLY the first tile's gather
-    # is issued before the query and each next tile's right after the current tile's products
+    # tile j + 1 are in flight while tile j is computed (more registers); with EARLY the first tile's ids are
+    # loaded before the query and its rows gathered before the query's fold
     if not EARLY:
         kv_base = g * stride_kh
     if SWAP:
@@ -287,12 +288,33 @@ def sparse_int8_kernel(
             v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
             offs_1 = offs_j + BLOCK_N
             idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
-        for j0 in range(c0, c1, BLOCK_N):
+            j_start = c0
+        else:
+            # the first tile peeled off the loop, its rows already gathered (an empty split's tile is all masked:
+            # it adds nothing, and leaves m, l, acc as the empty loop does)
+            ok_n = (idx_1 >= 0) & (idx_1 < C)
+            safe_n = tl.where(ok_n, idx_1, 0).to(tl.int64)
+            offs_2 = offs_j + 2 * BLOCK_N
+            idx_1 = tl.load(idx_base + offs_2, mask=offs_2 < c1, other=-1)
+            valid = ok
+            if PERTURB == 1:
+                valid = valid & (offs_j != c0)
+            m_i, l_i, acc = _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT,
+                                         PERTURB, DOT_F32)
+            if PREFETCH:  # the loop's first tile is gathered ahead, as the loop gathers each next one
+                k = tl.load(KC + kv_base + safe_n[None, :] * stride_kc + offs_d[:, None], mask=ok_n[None, :],
+                            other=0)
+                v = tl.load(VC + kv_base + safe_n[:, None] * stride_kc + offs_d[None, :], mask=ok_n[:, None],
+                            other=0)
+            ok = ok_n
+            safe = safe_n
+            j_start = c0 + BLOCK_N
+        for j0 in range(j_start, c1, BLOCK_N):
             offs_j = j0 + tl.arange(0, BLOCK_N)
             valid = ok
             if PERTURB == 1:
                 valid = valid & (offs_j != c0)
-            if not PREFETCH and not EARLY:
+            if not PREFETCH:
                 k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
                 v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
             ok_n = (idx_1 >= 0) & (idx_1 < C)
@@ -309,11 +331,6 @@ def sparse_int8_kernel(
             idx_1 = tl.load(idx_base + offs_2, mask=offs_2 < c1, other=-1)
             m_i, l_i, acc = _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT,
                                          PERTURB, DOT_F32)
-            if EARLY and not PREFETCH:  # the next tile's rows (past the split: masked off, nothing read)
-                k_n = tl.load(KC + kv_base + safe_n[None, :] * stride_kc + offs_d[:, None], mask=ok_n[None, :],
-                              other=0)
-                v_n = tl.load(VC + kv_base + safe_n[:, None] * stride_kc + offs_d[None, :], mask=ok_n[:, None],
-                              other=0)
             ok = ok_n
             safe = safe_n
             k = k_n

@@ -112,7 +112,7 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
     of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA. EARLY:
-    the first tile's copies were started by the caller, before the query."""
+    the first tile's copies were started by the caller, before the query's fold."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
     if not EARLY:
@@ -226,10 +226,9 @@ def sparse_int8_gluon_kernel(
         c1 = gl.minimum(c0 + cands_per_split, N)
         idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
         kv_base = g.to(gl.int64) * stride_kh
-        # the first tile's ids loaded and its rows' copies started before the query, which they do not depend on:
-        # the query's load and fold overlap them instead of preceding them
+        # the first tile's ids loaded before the query and its rows' copies started before the query's fold
+        # (neither depends on the query): the id load, the query load and the copies overlap
         idx0, ok0 = _tile_rows(idx_row, c0, c1, C, BLOCK_N, gl.SliceLayout(1, ld))
-        _gather(KC, VC, kv_base, stride_kc, idx0, ok0, k_bufs.index(0), v_raw, HEAD_DIM, ld)
 
     # ---- the folded query, exactly normalized: q' = q'' * 2^E_r (kernel.sparse_int8_kernel's arithmetic)
     rq = gl.arange(0, R, layout=gl.SliceLayout(1, q_ld))
@@ -238,6 +237,8 @@ def sparse_int8_gluon_kernel(
     q = gl.load(Q + t.to(gl.int64) * stride_qt + (g * GROUP + rq)[:, None] * stride_qh + dq[None, :],
                 mask=rq_ok[:, None] & (dq[None, :] >= 0), other=0.0).to(gl.float32)
     ks = gl.load(KS + g * D + dq)
+    if EARLY:
+        _gather(KC, VC, kv_base, stride_kc, idx0, ok0, k_bufs.index(0), v_raw, HEAD_DIM, ld)
     qn, E = fold_query(q, ks, scale_mant, scale_exp)  # E [R] int32
     d_h, d_m, d_l, d_l2, frac = _int8_digits(qn)
     int_err = ldexp(gl.sum(gl.abs(frac), 1), E - 20)
