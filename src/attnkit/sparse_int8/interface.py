@@ -66,7 +66,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
     ``early_gather`` (the first candidate tile's ids and rows requested before the query, in the Triton plain loop
-    and the Gluon kernel (no effect on the Triton swap-AB and pipelined loops); the same bits; default off),
+    and the Gluon kernel (no effect on the Triton swap-AB and pipelined loops); the same arithmetic; default off: slower where timed),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
