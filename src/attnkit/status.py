@@ -17,16 +17,18 @@ KERNEL_PATHS = {
          "time of the gathers alone", "implemented"),
     ],
     "mqa_decode": [
-        ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca; dispatched for H other than "
-         "16 / 32, and for every H where the Gluon kernel cannot run)", "implemented"),
+        ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca and, launched with pdl at 1-2 "
+         "tokens, 482fb9b; dispatched for H other than 16 / 32, and for every H where the Gluon kernel cannot run)",
+         "implemented"),
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
          "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows; gated on the H200 at "
          "d72dcca, d3eb8f4, f206dd4, a9a4b6f and d343e01; the dispatched path for 16 / 32 heads on the H200: "
-         "1.78-2.52x faster than head-padded for 1-16 tokens at 929048c (fp8 2.15-2.52 / 1.94-2.28 at 16 / 32 heads, "
-         "nvfp4 1.99-2.24 / 1.78-1.99), steps with the query prepared during the insert (pdl_early_inputs, both "
-         "kernels) 1.73-2.57x, 16-token step 16.2 us: the 2.2x / 1.8x and 10 us targets are met only in part; 64 "
+         "1.78-2.55x faster than head-padded for 1-16 tokens at 3090ff5, head-padded launched with pdl at 1-2 tokens "
+         "where that makes it faster (fp8 2.16-2.55 / 1.92-2.28 at 16 / 32 heads, nvfp4 1.98-2.29 / 1.78-2.00), steps "
+         "with the query prepared during the insert (pdl_early_inputs, both kernels) 1.72-2.52x, 16-token step "
+         "16.2-16.6 us: the 2.2x / 1.8x and 10 us targets are met only in part; 64 "
          "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
