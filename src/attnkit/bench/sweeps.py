@@ -355,17 +355,6 @@ SWEEPS["sparse_int8-rows"] = Sweep(
      ("gluon-c2", dict(gluon=True, ctas_per_sm=2)),
      ("gluon-c3", dict(gluon=True, ctas_per_sm=3))))
 
-SWEEPS["sparse_int8-early"] = Sweep(
-    "sparse_int8", "early_gather (the first tile's ids and rows requested before the query) against the rule, as "
-    "dispatched and on the Triton kernels, at 1 to 16 decode rows and a 128-row prefill",
-    ("sparse_int8-model-decode-r1-c32k", "sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r3-c32k",
-     "sparse_int8-model-decode-r4-c32k", "sparse_int8-model-decode-r8-c32k", "sparse_int8-model-decode-r16-c32k",
-     "sparse_int8-model-prefill-r128-c8k"),
-    (("rule", {}),
-     ("early", dict(early_gather=True)),
-     ("triton", dict(gluon=False)),
-     ("triton-early", dict(gluon=False, early_gather=True))))
-
 SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
     "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
     "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",

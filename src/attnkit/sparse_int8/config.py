@@ -101,11 +101,6 @@ GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
                "tile for one MMA against both probability halves); default: the rule (D = 256 over an int8 cache, "
                "the direct path and splits from 2 rows) wherever the kernel can run (a CUDA sm_90 GPU, int8 caches "
                "whose pointers and strides are multiples of 16 bytes)")
-EARLY_GATHER = Switch("early_gather", "ATTNKIT_SPARSE_INT8_EARLY_GATHER", False,
-                      "request the first candidate tile's ids and rows before the query (which they do not depend "
-                      "on), so the query's load and fold overlap the id load and the gather; the Triton plain loop "
-                      "and the Gluon kernel (the same arithmetic); off: slower at 1-4 decode rows, within 1.5 % from 8 (sweep "
-                      "sparse_int8-early, benchmarks/sweeps/h200-aa2bbfe/)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

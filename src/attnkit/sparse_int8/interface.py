@@ -8,8 +8,8 @@ import math
 import torch
 
 from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl
-from .config import (BLOCK_N_OPT, CTAS_OPT, EARLY_GATHER, GLUON, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8,
-                     STAGES_OPT, SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT,
+                     SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
 
@@ -48,7 +48,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, early_gather=None, validate=None, pdl=None,
+                          gluon=None, validate=None, pdl=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -65,8 +65,6 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``gluon`` (the swap-AB integer-score tile as the Gluon kernel for sm_90; default: the rule in config.py, wherever
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
-    ``early_gather`` (the first candidate tile's ids and rows requested before the query, in the Triton plain loop
-    and the Gluon kernel (no effect on the Triton swap-AB and pipelined loops); the same arithmetic; default off: slower where timed),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
@@ -84,7 +82,6 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     stages = STAGES_OPT.resolve(num_stages)
     ctas = CTAS_OPT.resolve(ctas_per_sm)
     use_gluon = GLUON.resolve(gluon)
-    early = EARLY_GATHER.resolve(early_gather)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
@@ -139,15 +136,13 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         from .kernel_gluon import sparse_int8_gluon_kernel
         sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, EARLY=early, num_warps=p.num_warps,
-            **pdl_launch(use_pdl))
+            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, num_warps=p.num_warps, **pdl_launch(use_pdl))
     else:
         from .kernel import sparse_int8_kernel
         sparse_int8_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe,
-            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, PDL=use_pdl, EARLY=early and not (p.swap_ab or pipe),
-            num_warps=p.num_warps,
+            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, PDL=use_pdl, num_warps=p.num_warps,
             num_stages=p.num_stages, **pdl_launch(use_pdl),
         )
     if not p.direct:

@@ -20,8 +20,7 @@ Numerics   The folded query q' = q * key_scale * scale is formed from power-of-t
            by more than QK_INT8_BUDGET nats (2^E_r * 128 * 2^-27 * sum of the remainders) runs the split-bf16
            loop instead (the one fallback, chosen per program).
            The LSE is returned in fp32 and saturates to +-inf where the true one lies outside fp32.
-Loops      the hand-written prefetch (indices two tiles ahead; the rule except below; EARLY: the first tile's ids
-           loaded before the query, its rows gathered before the query's fold, the tile peeled off the loop), PIPE (the plain loop,
+Loops      the hand-written prefetch (indices two tiles ahead; the rule except below), PIPE (the plain loop,
            Triton's pipeliner), SWAP (swap-AB: candidates on the MMA's M side, the heads on N, O^T accumulated
            and transposed once; the rule on the direct path at D = 256 over an int8 cache, with QK_INT8).
 Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config). On sm_90 the swap-AB integer-score
@@ -193,7 +192,6 @@ def sparse_int8_kernel(
     DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
     DOT_F32: tl.constexpr, PIPE: tl.constexpr = False, SWAP: tl.constexpr = False,
     QK_INT8: tl.constexpr = False, QK_INT8_BUDGET: tl.constexpr = 0.0009765625, PDL: tl.constexpr = False,
-    EARLY: tl.constexpr = False,
 ):
     pdl_entry(PDL)
     t = tl.program_id(0)
@@ -203,27 +201,11 @@ def sparse_int8_kernel(
     row_ok = rows < GROUP
     head = g * GROUP + rows
     offs_d = tl.arange(0, HEAD_DIM)
-    if EARLY:  # (the plain loop only: the launcher sets it without SWAP, PIPE)
-        c0 = split * cands_per_split
-        c1 = tl.minimum(c0 + cands_per_split, N)
-        idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
-        kv_base = g * stride_kh
-        # the first tile's ids loaded before the query and its rows gathered before the query's fold (neither
-        # depends on the query): the id load, the query load and the gather overlap instead of following each other
-        offs_j = c0 + tl.arange(0, BLOCK_N)
-        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
-        offs_1 = offs_j + BLOCK_N
-        idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
 
     # ---- the folded query, exactly normalized: q' = q'' * 2^E_r
     q = tl.load(Q + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
                 mask=row_ok[:, None], other=0.0).to(tl.float32)
     ks = tl.load(KS + g * HEAD_DIM + offs_d)
-    if EARLY:
-        ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
-        safe = tl.where(ok, idx, 0).to(tl.int64)
-        k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
-        v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
     qn, E = fold_query(q, ks, scale_mant, scale_exp)  # E [BLOCK_R] int32
     q_hi = qn.to(tl.bfloat16)
     q_lo = (qn - q_hi.to(tl.float32)).to(tl.bfloat16)
@@ -232,16 +214,13 @@ def sparse_int8_kernel(
     l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
     acc = tl.zeros([BLOCK_R, HEAD_DIM], dtype=tl.float32)
     vs_row = tl.load(VS + g * HEAD_DIM + offs_d)  # used in the loop only by PERTURB 3
-    if not EARLY:
-        c0 = split * cands_per_split
-        c1 = tl.minimum(c0 + cands_per_split, N)
-        idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
+    c0 = split * cands_per_split
+    c1 = tl.minimum(c0 + cands_per_split, N)
+    idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
     # latency (one CTA per SM at these register counts, so nothing else hides it): indices are loaded two
     # tiles ahead; with PREFETCH a tile's K and V rows are gathered one tile ahead too, so the gathers of
-    # tile j + 1 are in flight while tile j is computed (more registers); with EARLY the first tile's ids are
-    # loaded before the query and its rows gathered before the query's fold
-    if not EARLY:
-        kv_base = g * stride_kh
+    # tile j + 1 are in flight while tile j is computed (more registers)
+    kv_base = g * stride_kh
     if SWAP:
         # swap-AB: candidates on the MMA's M side (BLOCK_N of them fill a 64-row warpgroup MMA), the query heads of
         # this KV head on N (BLOCK_R), instead of padding 12 or 16 heads to the M side; the plain loop
@@ -279,37 +258,15 @@ def sparse_int8_kernel(
             m_i, l_i, acc = _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT,
                                          PERTURB, DOT_F32)
     else:
-        if not EARLY:
-            offs_j = c0 + tl.arange(0, BLOCK_N)
-            idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
-            ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
-            safe = tl.where(ok, idx, 0).to(tl.int64)
-            k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
-            v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
-            offs_1 = offs_j + BLOCK_N
-            idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
-            j_start = c0
-        else:
-            # the first tile peeled off the loop, its rows already gathered (an empty split's tile is all masked:
-            # it adds nothing, and leaves m, l, acc as the empty loop does)
-            ok_n = (idx_1 >= 0) & (idx_1 < C)
-            safe_n = tl.where(ok_n, idx_1, 0).to(tl.int64)
-            offs_2 = offs_j + 2 * BLOCK_N
-            idx_1 = tl.load(idx_base + offs_2, mask=offs_2 < c1, other=-1)
-            valid = ok
-            if PERTURB == 1:
-                valid = valid & (offs_j != c0)
-            m_i, l_i, acc = _attend_tile(q_hi, q_lo, k, v, valid, row_ok, m_i, l_i, acc, E, vs_row, PV_SPLIT,
-                                         PERTURB, DOT_F32)
-            if PREFETCH:  # the loop's first tile is gathered ahead, as the loop gathers each next one
-                k = tl.load(KC + kv_base + safe_n[None, :] * stride_kc + offs_d[:, None], mask=ok_n[None, :],
-                            other=0)
-                v = tl.load(VC + kv_base + safe_n[:, None] * stride_kc + offs_d[None, :], mask=ok_n[:, None],
-                            other=0)
-            ok = ok_n
-            safe = safe_n
-            j_start = c0 + BLOCK_N
-        for j0 in range(j_start, c1, BLOCK_N):
+        offs_j = c0 + tl.arange(0, BLOCK_N)
+        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+        ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
+        safe = tl.where(ok, idx, 0).to(tl.int64)
+        k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
+        v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
+        offs_1 = offs_j + BLOCK_N
+        idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
+        for j0 in range(c0, c1, BLOCK_N):
             offs_j = j0 + tl.arange(0, BLOCK_N)
             valid = ok
             if PERTURB == 1:

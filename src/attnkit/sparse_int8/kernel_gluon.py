@@ -106,18 +106,15 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
 @gluon.jit
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_smem, m_i, l_i,
           acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-          PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr,
-          EARLY: gl.constexpr = False):
+          PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
-    of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA. EARLY:
-    the first tile's copies were started by the caller, before the query's fold."""
+    of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
-    if not EARLY:
-        idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
-        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
+    idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
+    _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
     idx_n, ok_n = _tile_rows(IDX_ROW, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
     i = 0
     for j0 in range(c0, c1, BLOCK_N):
@@ -190,7 +187,7 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
-    PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
+    PDL: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -219,16 +216,6 @@ def sparse_int8_gluon_kernel(
     t = gl.program_id(0)
     split = gl.program_id(1)
     g = gl.program_id(2)
-    if EARLY:
-        k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
-        v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
-        c0 = split * cands_per_split
-        c1 = gl.minimum(c0 + cands_per_split, N)
-        idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
-        kv_base = g.to(gl.int64) * stride_kh
-        # the first tile's ids loaded before the query and its rows' copies started before the query's fold
-        # (neither depends on the query): the id load, the query load and the copies overlap
-        idx0, ok0 = _tile_rows(idx_row, c0, c1, C, BLOCK_N, gl.SliceLayout(1, ld))
 
     # ---- the folded query, exactly normalized: q' = q'' * 2^E_r (kernel.sparse_int8_kernel's arithmetic)
     rq = gl.arange(0, R, layout=gl.SliceLayout(1, q_ld))
@@ -237,8 +224,6 @@ def sparse_int8_gluon_kernel(
     q = gl.load(Q + t.to(gl.int64) * stride_qt + (g * GROUP + rq)[:, None] * stride_qh + dq[None, :],
                 mask=rq_ok[:, None] & (dq[None, :] >= 0), other=0.0).to(gl.float32)
     ks = gl.load(KS + g * D + dq)
-    if EARLY:
-        _gather(KC, VC, kv_base, stride_kc, idx0, ok0, k_bufs.index(0), v_raw, HEAD_DIM, ld)
     qn, E = fold_query(q, ks, scale_mant, scale_exp)  # E [R] int32
     d_h, d_m, d_l, d_l2, frac = _int8_digits(qn)
     int_err = ldexp(gl.sum(gl.abs(frac), 1), E - 20)
@@ -257,9 +242,8 @@ def sparse_int8_gluon_kernel(
         q_hi = qn.to(gl.bfloat16)
         qb_smem.index(0).store(q_hi)
         qb_smem.index(1).store((qn - q_hi.to(gl.float32)).to(gl.bfloat16))
-    if not EARLY:
-        k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
-        v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
+    k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
+    v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
     v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 2 * R], p_sl)
     fence_async_shared()
@@ -272,21 +256,20 @@ def sparse_int8_gluon_kernel(
     m_i = gl.full([R], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))  # scaled domain
     l_i = gl.zeros([R], gl.float32, layout=gl.SliceLayout(0, s_l))
     acc = gl.zeros([D, 2 * R], gl.float32, layout=o_l)  # O^T, the high and residual halves' sums
-    if not EARLY:
-        c0 = split * cands_per_split
-        c1 = gl.minimum(c0 + cands_per_split, N)
-        idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
-        kv_base = g.to(gl.int64) * stride_kh
+    c0 = split * cands_per_split
+    c1 = gl.minimum(c0 + cands_per_split, N)
+    idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
+    kv_base = g.to(gl.int64) * stride_kh
     # one branch per program: the query's int8 digits where they keep every score within the budget, else the
     # split-bf16 query (the twin's rule)
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l, EARLY)
+                              o_l)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l, EARLY)
+                              o_l)
 
     # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
     o_hi, o_lo = gl.split(gl.permute(gl.reshape(acc, [D, 2, R]), (0, 2, 1)))  # the halves' sums added
