@@ -122,5 +122,6 @@ def main():
             cells.append(f"{r['median_us']:8.2f}" if r.get("status") == "ok" else f"{'-':>8s}")
         print(f"{p.name:18s} " + " ".join(cells))
 
+
 if __name__ == "__main__":
     main()

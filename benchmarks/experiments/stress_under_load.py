@@ -141,7 +141,8 @@ def _mqa_step_subject(kw):
         if st["ref"] is None:
             st["slot"] = distinct_window_slots(inp["swa_idx"])
             g = torch.Generator().manual_seed(7)
-            st["lat"] = [torch.randn(len(st["slot"]), 512, generator=g).bfloat16().to(inp["q"].device) * s for s in (1, -2)]
+            st["lat"] = [torch.randn(len(st["slot"]), 512, generator=g).bfloat16().to(inp["q"].device) * s
+                         for s in (1, -2)]
             st["ref"] = [[t.clone() for t in _tensors(step(inp, lat, False))] for lat in st["lat"]]
         k = st["n"] % 2
         st["n"] += 1

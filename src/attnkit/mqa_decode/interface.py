@@ -121,8 +121,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
     quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
-    runs, for the head-padded one at 1 and 2 tokens only): each launched as a programmatic dependent of the kernel before it (CUDA
-    sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
+    runs, for the head-padded one at 1 and 2 tokens only): each launched as a programmatic dependent of the kernel
+    before it (CUDA sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
     ``ATTNKIT_MQA_PDL_EARLY_INPUTS``, default off; no effect without pdl): the attention kernel reads q, positions,
     cos_sin and the slot lists and prepares the query before it waits for the kernel launched just before it, which
     must not write any of them (in a step, ``mqa_write_records`` writes only its cache: the query's preparation
