@@ -855,15 +855,6 @@ SWEEPS["relbias-gluon-decode-7"] = Sweep(
      ("c2", dict(ctas_per_sm=2)),
      ("bn64", dict(gluon_decode=True, block_n=64, num_stages=3))))
 
-SWEEPS["relbias-gluon-decode-8"] = Sweep(
-    "relbias", "the Gluon fp8 decode kernel with each tile's value product left in flight until the next tile's "
-    "score product is waited for (gluon_decode_pv_async) against the rule, on the timed fp8 decode and one 64K "
-    "sequence; bf16 decode for the ratio (the option does not apply there)",
-    ("relbias-model-fp8-decode-b32-8k", "relbias-deep-fp8-decode-b1-64k", "relbias-model-decode-b32-8k"),
-    (("rule", {}),
-     ("pv-async", dict(gluon_decode_pv_async=True)),
-     ("pv-async-bn64", dict(gluon_decode=True, gluon_decode_pv_async=True, block_n=64, num_stages=3))))
-
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -276,9 +276,6 @@ for _name, _kw, _what in (
         ("relbias/gluon_decode_kreg_bn64", dict(gluon_decode_kreg=True, block_n=64, num_stages=4), "kernel: the "
          "Gluon fp8 decode kernel with keys in registers at every row count (gluon_decode_kreg=True) over 64-key "
          "tiles and a ring of 4, on the same shapes"),
-        ("relbias/gluon_decode_pv_async", dict(gluon_decode_pv_async=True), "kernel: the Gluon fp8 decode kernel "
-         "with each tile's value product waited for with the next tile's score product (gluon_decode_pv_async), "
-         "otherwise as dispatched, on the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

@@ -235,11 +235,6 @@ GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KR
                            "so the score product reads keys from registers: no converted key tile in shared memory, "
                            "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> "
                            "186 us on the fp8 decode case, relbias-gluon-decode-5)")
-GLUON_DECODE_PV_ASYNC = Switch("gluon_decode_pv_async", "ATTNKIT_RELBIAS_GLUON_DECODE_PV_ASYNC", False,
-                               "Gluon fp8 decode kernel: each tile's value product left in flight and waited for "
-                               "with the next tile's score product (beside the next tile's code wait and "
-                               "conversions), the value tile stored after that wait; off: sweep "
-                               "relbias-gluon-decode-8")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "

@@ -20,10 +20,6 @@ Schedule   per tile: the raw codes arrive STAGES - 1 tiles ahead (TMA over a con
            into shared memory by cp.async with its codes (a proxy fence waits for a thread's global loads in flight,
            so table loads would hold it up), else loaded from the table a tile ahead; the column maxima, then P to
            shared memory and the value product (through a transposed view). Row sums stay per thread to the end.
-           PV_ASYNC: the value product is left in flight and waited for with the next tile's score product, so it
-           runs beside the next tile's code wait, key conversion and value conversion; the value tile is then
-           stored after that wait and a barrier (one shared value tile: a second would not leave room for two
-           programs per SM), in place of the barrier after each value product.
 Rows       ROWS (8 to 64, a power of two) packed rows: row r is token tb * (ROWS // GROUP) + r // GROUP of the
            sequence's step, query head g * GROUP + r % GROUP (as the twin's BLOCK_R rows).
 CVT        how a code becomes an MMA operand (q bf16; an fp16 q always computes in fp16): 0, the direct cast to bf16;
@@ -208,7 +204,7 @@ def relbias_decode_gluon_kernel(
     PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
     PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
     TMA: gl.constexpr = False, K_DESC=None, V_DESC=None, BIAS_ASYNC: gl.constexpr = False,
-    KREG: gl.constexpr = False, BLOCK_N: gl.constexpr = 64, PV_ASYNC: gl.constexpr = False,
+    KREG: gl.constexpr = False, BLOCK_N: gl.constexpr = 64,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -346,15 +342,6 @@ def relbias_decode_gluon_kernel(
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=cols_l)
     l_part = gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l)  # each thread's share of the row sums, summed at the end
     acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, layout=o_l)  # O^T
-    if PV_ASYNC:
-        # the loop carries an in-flight value product's accumulator; ptxas serializes every warpgroup MMA of the
-        # kernel if a register of one is defined by anything but an MMA while it may be in flight, so the carried
-        # accumulator starts as the product of zeroed tiles (use_acc=False: the zeros above are not read)
-        v_smem.store(gl.zeros([BLOCK_N, HEAD_DIM], DT, layout=cp_l))
-        p_smem.store(gl.zeros([ROWS, BLOCK_N], DT, layout=bl_l))
-        fence_async_shared()
-        gl.thread_barrier()
-        acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc, use_acc=False, is_async=True)
     if not BIAS_ASYNC:
         vis, bias = _tile_bias(tab_row, tail, pos, row_ok, s_lo, s_hi, E, win, shift, HAS_WINDOW, CLAMP, PERTURB, s_l,
                                BLOCK_N)
@@ -391,13 +378,8 @@ def relbias_decode_gluon_kernel(
             if n0 + BLOCK_N > s_hi:  # keys past the split (another sequence's, any bytes): zero values, not NaN x 0
                 jv = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, cp_l))
                 v = gl.where((jv < s_hi)[:, None], v, 0.0)
-        if PV_ASYNC:  # the previous tile's value product (in flight since its issue) and this score product
-            s, acc = warpgroup_mma_wait(0, deps=[s_tok, acc])
-            gl.thread_barrier()  # every warp's value product done: the value and P tiles are free
-            v_smem.store(v)
-        else:
-            v_smem.store(v)
-            s = warpgroup_mma_wait(0, deps=[s_tok])
+        v_smem.store(v)
+        s = warpgroup_mma_wait(0, deps=[s_tok])
         if BIAS_ASYNC:
             d, vis = _visible(pos, row_ok, n0, s_hi, win, HAS_WINDOW, s_l, BLOCK_N)
             if PERTURB == 1:
@@ -420,13 +402,8 @@ def relbias_decode_gluon_kernel(
         if not BIAS_ASYNC:
             vis, bias = _tile_bias(tab_row, tail, pos, row_ok, n0 + BLOCK_N, s_hi, E, win, shift, HAS_WINDOW, CLAMP,
                                    PERTURB, s_l, BLOCK_N)
-        if PV_ASYNC:  # waited for with the next tile's score product (or after the loop)
-            acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc, is_async=True)
-        else:
-            acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
-            gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
-    if PV_ASYNC:
-        acc = warpgroup_mma_wait(0, deps=[acc])
+        acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem.permute((1, 0)), acc)
+        gl.thread_barrier()  # every warp's products done before the next tile overwrites the shared tiles
     if TMA:
         for i in gl.static_range(STAGES):
             mbarrier.invalidate(bars.index(i))
