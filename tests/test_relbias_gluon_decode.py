@@ -260,7 +260,11 @@ def test_the_bits_conversion_of_every_code():
                                   dict(gluon_decode_kreg=True, gluon_decode_cvt=2, num_splits=40),
                                   dict(block_n=128, num_stages=2, gluon_decode_kreg=True, gluon_decode_bias_async=True),
                                   dict(block_n=128, num_stages=2, gluon_decode_tma=False, num_splits=5),
-                                  dict(block_n=128, num_stages=3, gluon_decode_cvt=1)],
+                                  dict(block_n=128, num_stages=3, gluon_decode_cvt=1),
+                                  dict(block_n=64, num_stages=2, ctas_per_sm=4, gluon_decode_kreg=True,
+                                       gluon_decode_maxnreg=128),
+                                  dict(block_n=64, num_stages=3, ctas_per_sm=3, gluon_decode_kreg=True,
+                                       gluon_decode_maxnreg=168, num_splits=40)],
                          ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_gluon_decode_options_match_the_oracle(opts):
     """Ring depths and forced split counts (40 splits over 4096 keys: many splits hold no key)."""

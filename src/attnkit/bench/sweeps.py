@@ -855,6 +855,19 @@ SWEEPS["relbias-gluon-decode-7"] = Sweep(
      ("c2", dict(ctas_per_sm=2)),
      ("bn64", dict(gluon_decode=True, block_n=64, num_stages=3))))
 
+_G64 = dict(gluon_decode=True, block_n=64, gluon_decode_kreg=True, gluon_decode_bias_async=True)
+SWEEPS["relbias-gluon-decode-9"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel at 64-key tiles with more programs resident per SM: registers capped "
+    "(gluon_decode_maxnreg) so that four fit (128) or three (168), with the splits that fill one wave of them "
+    "(ctas_per_sm), against the rule (128-key tiles, two per SM at 255 registers)",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-deep-fp8-decode-b1-64k"),
+    (("rule", {}),
+     ("bn64-s2-c4-r128", dict(_G64, num_stages=2, ctas_per_sm=4, gluon_decode_maxnreg=128)),
+     ("bn64-s2-c4", dict(_G64, num_stages=2, ctas_per_sm=4)),
+     ("bn64-s3-c3-r168", dict(_G64, num_stages=3, ctas_per_sm=3, gluon_decode_maxnreg=168)),
+     ("bn64-s2-c3-r168", dict(_G64, num_stages=2, ctas_per_sm=3, gluon_decode_maxnreg=168)),
+     ("bn64-s2-c8-r128", dict(_G64, num_stages=2, ctas_per_sm=8, gluon_decode_maxnreg=128))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

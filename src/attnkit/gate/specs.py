@@ -276,6 +276,10 @@ for _name, _kw, _what in (
         ("relbias/gluon_decode_kreg_bn64", dict(gluon_decode_kreg=True, block_n=64, num_stages=4), "kernel: the "
          "Gluon fp8 decode kernel with keys in registers at every row count (gluon_decode_kreg=True) over 64-key "
          "tiles and a ring of 4, on the same shapes"),
+        ("relbias/gluon_decode_r128", dict(block_n=64, num_stages=2, ctas_per_sm=4, gluon_decode_kreg=True,
+                                           gluon_decode_maxnreg=128), "kernel: the Gluon fp8 decode kernel at 64-key "
+         "tiles, a ring of two, registers capped at 128 (gluon_decode_maxnreg) so that four programs fit an SM, "
+         "splits for one wave of four, on the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

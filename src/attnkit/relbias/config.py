@@ -235,6 +235,10 @@ GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KR
                            "so the score product reads keys from registers: no converted key tile in shared memory, "
                            "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> "
                            "186 us on the fp8 decode case, relbias-gluon-decode-5)")
+GLUON_DECODE_MAXNREG = IntOption("gluon_decode_maxnreg", "ATTNKIT_RELBIAS_GLUON_DECODE_MAXNREG", None, 64, 255,
+                                 "Gluon fp8 decode kernel: registers per thread at most (ptxas maxnreg), so that "
+                                 "more programs fit an SM (65536 / (128 x programs)); default: the compiler's "
+                                 "choice (sweep relbias-gluon-decode-9)")
 GLUON_DECODE_CVT = IntOption("gluon_decode_cvt", "ATTNKIT_RELBIAS_GLUON_DECODE_CVT", None, 0, 3,
                              "Gluon fp8 decode kernel, bf16 q: how a code becomes an MMA operand (0 the direct cast, "
                              "1 through fp16, 2 from its bits, 3 the products in fp16 with the query scaled per row "
