@@ -644,6 +644,9 @@ class DecodePlan:
 #   `h200-64d11b8/` (one 64K sequence at the model's heads, fp8 b1 x 64K): Triton 70.6; the split target of one program
 #     per SM (17 splits, 136 programs) 104.5, two per SM (33 -> 32 splits, 256 programs) 58.4; b32 x 8K 155.5 / 160.0
 #     (1 / 2 splits: the 2-split plan is two waves).
+#   `h200-e852d80/` (64-key tiles with registers capped, gluon_decode_maxnreg, so that more programs fit an SM):
+#     b32 x 8K rule 154.7; four per SM at 128 registers 163.5 (uncapped, three resident, 211.6), three per SM at 168
+#     184.0-192.2; b1 x 64K rule 58.9, capped 61.1-64.0.
 # Two 110 KB programs fit an SM, so the split rule fills one wave of them: splits = floor(2 x SMs / programs without
 # splits) (b32 x 8K: 1, 155.5 us; b1 x 64K: 32, 58.4 us: the settings timed above), where the Triton kernel's rule
 # rounds up. So the rule: the Gluon kernel where a tile holds at most GLUON_DECODE_RULE_ROWS packed rows (the timed
