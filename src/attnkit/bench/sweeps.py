@@ -868,6 +868,14 @@ SWEEPS["relbias-gluon-decode-9"] = Sweep(
      ("bn64-s2-c3-r168", dict(_G64, num_stages=2, ctas_per_sm=3, gluon_decode_maxnreg=168)),
      ("bn64-s2-c8-r128", dict(_G64, num_stages=2, ctas_per_sm=8, gluon_decode_maxnreg=128))))
 
+SWEEPS["relbias-gluon-decode-10"] = Sweep(
+    "relbias", "the Gluon fp8 decode kernel with its value codes read 8 per thread and its bias tile swizzled "
+    "(gluon_decode_banks: the shared-memory bank conflicts Nsight Compute found in the converted value stores and "
+    "the bias reads) against the rule, on the timed fp8 decode and one 64K sequence",
+    ("relbias-model-fp8-decode-b32-8k", "relbias-deep-fp8-decode-b1-64k"),
+    (("rule", {}),
+     ("banks", dict(gluon_decode_banks=True))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

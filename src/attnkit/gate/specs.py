@@ -280,6 +280,9 @@ for _name, _kw, _what in (
                                            gluon_decode_maxnreg=128), "kernel: the Gluon fp8 decode kernel at 64-key "
          "tiles, a ring of two, registers capped at 128 (gluon_decode_maxnreg) so that four programs fit an SM, "
          "splits for one wave of four, on the same shapes"),
+        ("relbias/gluon_decode_banks", dict(gluon_decode_banks=True), "kernel: the Gluon fp8 decode kernel with its "
+         "value codes read 8 per thread and its bias tile swizzled (gluon_decode_banks), otherwise as dispatched, on "
+         "the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

@@ -235,6 +235,10 @@ GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KR
                            "so the score product reads keys from registers: no converted key tile in shared memory, "
                            "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> "
                            "186 us on the fp8 decode case, relbias-gluon-decode-5)")
+GLUON_DECODE_BANKS = Switch("gluon_decode_banks", "ATTNKIT_RELBIAS_GLUON_DECODE_BANKS", False,
+                            "Gluon fp8 decode kernel: the value codes read 8 per thread and the bias tile swizzled, "
+                            "against the shared-memory bank conflicts of the converted value stores (2-way) and the "
+                            "bias reads (4-way) that Nsight Compute found (sweep relbias-gluon-decode-10)")
 GLUON_DECODE_MAXNREG = IntOption("gluon_decode_maxnreg", "ATTNKIT_RELBIAS_GLUON_DECODE_MAXNREG", None, 64, 255,
                                  "Gluon fp8 decode kernel: registers per thread at most (ptxas maxnreg), so that "
                                  "more programs fit an SM (65536 / (128 x programs)); default: the compiler's "

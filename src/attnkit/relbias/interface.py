@@ -15,7 +15,7 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
                      DECODE_ROWS_OPT, BIAS_PREFETCH, BIAS_STRIP, PAGE_TILES, DECODE_FAST_INTERIOR, FP8_ASM_CVT,
                      FP8_F16_CVT, GLUON, GLUON_BIAS_ACC, GLUON_DECODE, GLUON_DECODE_BIAS_ASYNC, GLUON_DECODE_CVT,
-                     GLUON_DECODE_MAXNREG,
+                     GLUON_DECODE_BANKS, GLUON_DECODE_MAXNREG,
                      GLUON_DECODE_KREG, GLUON_DECODE_TMA, gluon_decode_rule, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
                      GLUON_BIAS_PAIRS, GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
@@ -155,6 +155,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       gluon_tree_reduce=None, gluon_bias_pairs=None, fp8_f16_cvt=None, fp8_asm_cvt=None, gluon_decode=None,
                       gluon_decode_cvt=None, gluon_decode_tma=None,
                       gluon_decode_bias_async=None, gluon_decode_kreg=None, gluon_decode_maxnreg=None,
+                      gluon_decode_banks=None,
                       _perturb=None, _force=None, _masked_strip=True, _ws_unused_turns=False):
     """Attention with a relative-position bias table. Returns (out [total_q, Hq, D], lse [total_q, Hq]).
 
@@ -215,7 +216,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     code, 0-3, ``kernel_decode_gluon.py``) and ``gluon_decode_tma`` (its code tiles copied by TMA; default: over a
     contiguous cache with packed rows) and ``gluon_decode_bias_async`` (each tile's bias copied into shared memory
     a ring ahead) and ``gluon_decode_kreg`` (the key codes converted in registers into the score product's operand)
-    and ``gluon_decode_maxnreg`` (its registers per thread at most, so that more programs fit an SM).
+    and ``gluon_decode_maxnreg`` (its registers per thread at most, so that more programs fit an SM) and
+    ``gluon_decode_banks`` (its value codes read 8 per thread and its bias tile swizzled: fewer bank conflicts).
     ``_masked_strip=False`` (a diagnostic for the sweeps) keeps the
     per-score lookup in the forward kernel's masked tiles; ``_ws_unused_turns=True`` (a diagnostic for
     benchmarks/experiments/stress_under_load.py) runs the warp-specialized kernel without turns as it was before the
@@ -247,6 +249,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gdec_bias = GLUON_DECODE_BIAS_ASYNC.resolve(gluon_decode_bias_async)
     gdec_kreg = GLUON_DECODE_KREG.resolve(gluon_decode_kreg)
     gdec_maxnreg = GLUON_DECODE_MAXNREG.resolve(gluon_decode_maxnreg)
+    gdec_banks = GLUON_DECODE_BANKS.resolve(gluon_decode_banks)
     paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
                                    table, window, beyond, softmax_scale, k_scale, v_scale, validate, max_seqlen_q,
                                    max_seqlen_k)
@@ -306,7 +309,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
                 dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles,
                      fast_interior=dec_fast, gluon=bool(gdec), cvt=gdec_cvt, kreg=gdec_kreg), merge_block_d, split,
-                use_pdl, fp8_kind, gdec_tma, gdec_bias, gdec_maxnreg)
+                use_pdl, fp8_kind, gdec_tma, gdec_bias, gdec_maxnreg, gdec_banks)
         return out, lse
     if use_gluon:
         if gws is None and (gpp or gpers or gkrel or gpairs):  # options of the warp-specialized kernel alone
@@ -448,7 +451,7 @@ def _kv_descriptor(t, block_n, paged):
 def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
             paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None,
             split_loops=None, use_pdl=False, fp8_kind=False, gluon_tma=None,
-            gluon_bias_async=True, gluon_maxnreg=None):
+            gluon_bias_async=True, gluon_maxnreg=None, gluon_banks=False):
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
     total_q, Hq, D = q.shape
@@ -485,7 +488,8 @@ def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scal
             HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, ROWS=plan.block_r, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
             HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
             STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, BIAS_ASYNC=gluon_bias_async,
-            KREG=plan.kreg, BLOCK_N=plan.block_n, **({"maxnreg": gluon_maxnreg} if gluon_maxnreg else {}),
+            KREG=plan.kreg, BLOCK_N=plan.block_n, BANKS=bool(gluon_banks),
+            **({"maxnreg": gluon_maxnreg} if gluon_maxnreg else {}),
             **descs, **pdl_launch(use_pdl),
         )
         splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,

@@ -20,6 +20,8 @@ Schedule   per tile: the raw codes arrive STAGES - 1 tiles ahead (TMA over a con
            into shared memory by cp.async with its codes (a proxy fence waits for a thread's global loads in flight,
            so table loads would hold it up), else loaded from the table a tile ahead; the column maxima, then P to
            shared memory and the value product (through a transposed view). Row sums stay per thread to the end.
+           BANKS: the value codes read 8 per thread and the bias tile swizzled (shared-memory bank conflicts of the
+           converted value stores and the bias reads, found by Nsight Compute: 2-way and 4-way).
 Rows       ROWS (8 to 64, a power of two) packed rows: row r is token tb * (ROWS // GROUP) + r // GROUP of the
            sequence's step, query head g * GROUP + r % GROUP (as the twin's BLOCK_R rows).
 CVT        how a code becomes an MMA operand (q bf16; an fp16 q always computes in fp16): 0, the direct cast to bf16;
@@ -204,7 +206,7 @@ def relbias_decode_gluon_kernel(
     PAGED: gl.constexpr, PAGE: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
     PERTURB: gl.constexpr, STAGES: gl.constexpr, CVT: gl.constexpr, PDL: gl.constexpr = False,
     TMA: gl.constexpr = False, K_DESC=None, V_DESC=None, BIAS_ASYNC: gl.constexpr = False,
-    KREG: gl.constexpr = False, BLOCK_N: gl.constexpr = 64,
+    KREG: gl.constexpr = False, BLOCK_N: gl.constexpr = 64, BANKS: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -232,6 +234,16 @@ def relbias_decode_gluon_kernel(
     q_ld: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
     cols_l: gl.constexpr = gl.SliceLayout(0, s_l)
     bl_l: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [NW, 1], [1, 0])  # the bias copies [rows, BLOCK_N]
+    if BANKS:
+        # the value codes 8 per thread (16 threads a key row at D 128): each 16-byte store of the converted tile then
+        # fills the 128-byte swizzle's eight chunks once per two rows, where 16 codes per thread (two stores of
+        # adjacent chunks) met each chunk twice; the bias tile's columns swizzled in fours by its row, so the score
+        # tile's transposed reads (eight keys x four rows per load) hit 32 banks, not 8
+        v_l: gl.constexpr = gl.BlockedLayout([1, 8], [256 // HEAD_DIM, HEAD_DIM // 8], [NW, 1], [1, 0])
+        bias_sl: gl.constexpr = gl.SwizzledSharedLayout(4, 1, 8, order=[1, 0])
+    else:
+        v_l: gl.constexpr = cp_l
+        bias_sl: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])
 
     split = gl.program_id(0)
     b = gl.program_id(1)
@@ -285,8 +297,7 @@ def relbias_decode_gluon_kernel(
     raw_k = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
     raw_v = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, HEAD_DIM], raw_sl)
     if BIAS_ASYNC:
-        bias_smem = gl.allocate_shared_memory(gl.float32, [STAGES, ROWS, BLOCK_N],
-                                              gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
+        bias_smem = gl.allocate_shared_memory(gl.float32, [STAGES, ROWS, BLOCK_N], bias_sl)
     if TMA:
         bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
@@ -373,10 +384,10 @@ def relbias_decode_gluon_kernel(
             gl.thread_barrier()  # the converted key tile visible to the MMA
             s_tok = warpgroup_mma(k_smem, q_t, gl.zeros([BLOCK_N, ROWS], gl.float32, layout=s_l), use_acc=False,
                                   is_async=True)
-        v = _codes_to(raw_v.index(slot).load(cp_l), DT, CVT)  # while the score product runs
+        v = _codes_to(raw_v.index(slot).load(v_l), DT, CVT)  # while the score product runs
         if TMA:
             if n0 + BLOCK_N > s_hi:  # keys past the split (another sequence's, any bytes): zero values, not NaN x 0
-                jv = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, cp_l))
+                jv = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, v_l))
                 v = gl.where((jv < s_hi)[:, None], v, 0.0)
         v_smem.store(v)
         s = warpgroup_mma_wait(0, deps=[s_tok])

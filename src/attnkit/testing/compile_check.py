@@ -302,6 +302,19 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=False, PAGE=1, HAS_WINDOW=True, CLAMP=False,
                          PERTURB=0, STAGES=st, CVT=cvt, TMA=tma, BIAS_ASYNC=basync, KREG=True, BLOCK_N=bn),
                     dict(num_warps=4)))
+    # the value codes read 8 per thread and the bias tile swizzled (gluon_decode_banks), at the rule's tile and at
+    # 64 keys over cp.async copies at D 64
+    for D, rows, tma, bn, st in ((128, 8, True, 128, 2), (64, 16, False, 64, 3)):
+        ptrs = dict(rbd_ptr)
+        if tma:
+            ptrs.update(K_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>",
+                        V_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>")
+        out.append((f"relbias_decode_gluon D{D} rows{rows} cvt3 s{st}" + (" tma" if tma else "")
+                    + " bias_async kreg" + (f" bn{bn}" if bn != 64 else "") + " banks",
+                    relbias_decode_gluon_kernel, ptrs,
+                    dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=False, PAGE=1, HAS_WINDOW=True, CLAMP=False,
+                         PERTURB=0, STAGES=st, CVT=3, TMA=tma, BIAS_ASYNC=True, KREG=True, BLOCK_N=bn, BANKS=True),
+                    dict(num_warps=4)))
     from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
     for nv in (False, True):
         for H in (16, 32):
