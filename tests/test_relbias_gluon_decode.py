@@ -197,8 +197,8 @@ _CONFIGS = [dict(), dict(gluon_decode_cvt=0), dict(gluon_decode_cvt=2, block_n=6
             dict(gluon_decode_cvt=1, gluon_decode_kreg=False, gluon_decode_bias_async=False, gluon_decode_tma=False),
             dict(gluon_decode_kreg=True, block_n=64, gluon_decode_bias_async=False),
             dict(gluon_decode_kreg=False, block_n=128, num_stages=2, gluon_decode_cvt=3),
-            dict(gluon_decode_banks=True),
-            dict(gluon_decode_banks=True, gluon_decode_kreg=False, block_n=64, gluon_decode_tma=False)]
+            dict(gluon_decode_banks=False),
+            dict(gluon_decode_banks=False, gluon_decode_kreg=False, block_n=64, gluon_decode_tma=False)]
 
 
 @pytest.mark.parametrize("case_id", [c for c in _CASES if "model" not in c])

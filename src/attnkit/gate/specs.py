@@ -263,14 +263,14 @@ for _name, _kw, _what in (
          "keys on the MMA's M side, the packed rows on N; code tiles by TMA over contiguous caches, cp.async over "
          "paged ones; keys converted in registers into the score product's operand, values once into shared memory; "
          "the bias copied a ring ahead; products in fp16; 128-key tiles at 8 rows, as dispatched by "
-         "gluon_decode_rule) + the merge, on every fp8 relbias shape at D 64 / 128 with at most 32 query tokens"),
+         "gluon_decode_rule; the value codes read 8 per thread and the bias tile swizzled, gluon_decode_banks) + the merge, on every fp8 relbias shape at D 64 / 128 with at most 32 query tokens"),
         ("relbias/gluon_decode_cvt0", dict(gluon_decode_cvt=0), "kernel: the Gluon fp8 decode kernel with bf16 "
          "products, the codes converted by the direct cast (gluon_decode_cvt=0), on the same shapes"),
         ("relbias/gluon_decode_cvt2", dict(gluon_decode_cvt=2, block_n=64), "kernel: the Gluon fp8 decode kernel "
          "with bf16 products, the codes converted from their bits (gluon_decode_cvt=2), over 64-key tiles, on the "
          "same shapes"),
         ("relbias/gluon_decode_plain", dict(gluon_decode_cvt=1, gluon_decode_kreg=False, gluon_decode_bias_async=False,
-                                            gluon_decode_tma=False), "kernel: the Gluon fp8 decode kernel without "
+                                            gluon_decode_tma=False, gluon_decode_banks=False), "kernel: the Gluon fp8 decode kernel without "
          "its options: codes by cp.async, the key tile converted into shared memory, the bias loaded into registers, "
          "bf16 products through fp16 conversions, on the same shapes"),
         ("relbias/gluon_decode_kreg_bn64", dict(gluon_decode_kreg=True, block_n=64, num_stages=4), "kernel: the "
@@ -280,9 +280,9 @@ for _name, _kw, _what in (
                                            gluon_decode_maxnreg=128), "kernel: the Gluon fp8 decode kernel at 64-key "
          "tiles, a ring of two, registers capped at 128 (gluon_decode_maxnreg) so that four programs fit an SM, "
          "splits for one wave of four, on the same shapes"),
-        ("relbias/gluon_decode_banks", dict(gluon_decode_banks=True), "kernel: the Gluon fp8 decode kernel with its "
-         "value codes read 8 per thread and its bias tile swizzled (gluon_decode_banks), otherwise as dispatched, on "
-         "the same shapes"),
+        ("relbias/gluon_decode_nobanks", dict(gluon_decode_banks=False), "kernel: the Gluon fp8 decode kernel with "
+         "its value codes read 16 per thread and its bias tile unswizzled (gluon_decode_banks=False, the layout before "
+         "c57c966), otherwise as dispatched, on the same shapes"),
         ("relbias/gluon_decode_s2", dict(num_stages=2, num_splits=3), "kernel: the Gluon fp8 decode kernel with a "
          "ring of two tiles and three splits forced (num_stages=2, num_splits=3), on the same shapes")):
     register(Gate(

@@ -235,10 +235,11 @@ GLUON_DECODE_KREG = Switch("gluon_decode_kreg", "ATTNKIT_RELBIAS_GLUON_DECODE_KR
                            "so the score product reads keys from registers: no converted key tile in shared memory, "
                            "its store, fence and barrier; default: up to GLUON_DECODE_KREG_ROWS packed rows (234 -> "
                            "186 us on the fp8 decode case, relbias-gluon-decode-5)")
-GLUON_DECODE_BANKS = Switch("gluon_decode_banks", "ATTNKIT_RELBIAS_GLUON_DECODE_BANKS", False,
+GLUON_DECODE_BANKS = Switch("gluon_decode_banks", "ATTNKIT_RELBIAS_GLUON_DECODE_BANKS", True,
                             "Gluon fp8 decode kernel: the value codes read 8 per thread and the bias tile swizzled, "
                             "against the shared-memory bank conflicts of the converted value stores (2-way) and the "
-                            "bias reads (4-way) that Nsight Compute found (sweep relbias-gluon-decode-10)")
+                            "bias reads (4-way) that Nsight Compute found; on: fp8 decode b32 x 8K 154.5 -> 137.8 us "
+                            "(sweep relbias-gluon-decode-10)")
 GLUON_DECODE_MAXNREG = IntOption("gluon_decode_maxnreg", "ATTNKIT_RELBIAS_GLUON_DECODE_MAXNREG", None, 64, 255,
                                  "Gluon fp8 decode kernel: registers per thread at most (ptxas maxnreg), so that "
                                  "more programs fit an SM (65536 / (128 x programs)); default: the compiler's "
@@ -651,6 +652,11 @@ class DecodePlan:
 #   `h200-e852d80/` (64-key tiles with registers capped, gluon_decode_maxnreg, so that more programs fit an SM):
 #     b32 x 8K rule 154.7; four per SM at 128 registers 163.5 (uncapped, three resident, 211.6), three per SM at 168
 #     184.0-192.2; b1 x 64K rule 58.9, capped 61.1-64.0.
+#   `h200-c57c966/` (gluon_decode_banks: the value codes read 8 per thread and the bias tile swizzled, after the
+#     Nsight Compute source view at a1fa184, `benchmarks/experiments/ncu-h200-a1fa184/`, showed the converted value
+#     stores 2-way and the bias reads 4-way bank-conflicted, MIO throttle 22 % of the stall samples): b32 x 8K 154.5
+#     -> 137.8, paired 0.892 [0.890-0.894]; b1 x 64K 58.3 -> 53.8, 0.921; every shared access then at its ideal
+#     wavefronts, MIO 11.8 % (`benchmarks/experiments/ncu-h200-c57c966/`). On by default since.
 # Two 110 KB programs fit an SM, so the split rule fills one wave of them: splits = floor(2 x SMs / programs without
 # splits) (b32 x 8K: 1, 155.5 us; b1 x 64K: 32, 58.4 us: the settings timed above), where the Triton kernel's rule
 # rounds up. So the rule: the Gluon kernel where a tile holds at most GLUON_DECODE_RULE_ROWS packed rows (the timed

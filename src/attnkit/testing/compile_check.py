@@ -289,6 +289,7 @@ def _variants():
                          CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma, BIAS_ASYNC=basync),
                     dict(num_warps=4)))
     # with the key operand in registers (kreg); (128, 8, 3, TMA, bias copies, 128 keys, ring of 2) is the rule's
+    # without gluon_decode_banks (on by default: the rule's own variant is the first of the banks ones below)
     for D, rows, cvt, tma, basync, bn, st in ((128, 8, 3, True, True, 64, 3), (128, 8, 1, True, True, 64, 3),
                                               (64, 16, 2, False, False, 64, 3), (128, 64, 3, True, False, 64, 3),
                                               (128, 8, 3, True, True, 128, 2), (64, 32, 2, False, True, 128, 2)):
@@ -302,8 +303,8 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=False, PAGE=1, HAS_WINDOW=True, CLAMP=False,
                          PERTURB=0, STAGES=st, CVT=cvt, TMA=tma, BIAS_ASYNC=basync, KREG=True, BLOCK_N=bn),
                     dict(num_warps=4)))
-    # the value codes read 8 per thread and the bias tile swizzled (gluon_decode_banks), at the rule's tile and at
-    # 64 keys over cp.async copies at D 64
+    # the value codes read 8 per thread and the bias tile swizzled (gluon_decode_banks), at the rule's tile (the
+    # dispatched variant) and at 64 keys over cp.async copies at D 64
     for D, rows, tma, bn, st in ((128, 8, True, 128, 2), (64, 16, False, 64, 3)):
         ptrs = dict(rbd_ptr)
         if tma:
