@@ -46,11 +46,12 @@ KERNEL_PATHS = {
          "1.17x)", "implemented"),
         ("fp8 decode in Gluon for sm_90 (swap-AB tiles: keys on the MMA's M side, the packed rows on N; code tiles by "
          "TMA, keys converted in registers into the score product's operand, values once into shared memory, the "
-         "bias copied a ring ahead, fp16 products; dispatched by gluon_decode_rule for tiles of at most 8 packed rows "
-         "over contiguous fp8 caches; gated on the H200 at f5da104 in six configurations, as dispatched again at "
-         "83be191): fp8 decode b32 x 8K 153.2 us at 83be191, 1.69x faster than the Triton decode kernel (259.2) and "
-         "0.60x the bf16 decode (256.4) in the same run: the 0.5x target is not met; fp8 b1 x 64K 58.4 us against the "
-         "Triton kernel's 70.6 (sweep at 64d11b8)",
+         "bias copied a ring ahead, fp16 products, the value codes read 8 per thread and the bias tile swizzled "
+         "against shared-memory bank conflicts; dispatched by gluon_decode_rule for tiles of at most 8 packed rows "
+         "over contiguous fp8 caches; gated on the H200 at 39f3a70 in eight configurations, every perturbation "
+         "caught): fp8 decode b32 x 8K 135.8 us at 39f3a70, 1.90x faster than the Triton decode kernel (259.4) and "
+         "0.53x the bf16 decode (257.0) in the same run (153.2 us, 0.60x, before the bank-conflict fix); fp8 b1 x 64K "
+         "53.8 us (sweep at c57c966) against the Triton kernel's 70.6 (sweep at 64d11b8)",
          "implemented"),
         ("paged KV writer (fp8 quantizing; byte-exact in the interpreter and in its H200 test at b166879)",
          "implemented"),
