@@ -521,6 +521,21 @@ def test_gluon_half_tiles_match_whole_tiles(case, fused):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8"])
+def test_gluon_banks_gives_the_same_bits(case):
+    """gluon_banks changes only which thread loads, decodes and stores which record bytes: the decoded tile in shared
+    memory, and so every result, is the same to the bit; refused with gluon_async."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 12)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_banks=True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    with pytest.raises(ValueError, match="gluon_banks"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_banks=True, gluon_async=True)
+
+
+@pytest.mark.cuda
 def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     """The fused merge's arrival counters live at the end of the caller's workspace and are reset by each launch:
     graph replays give the eager bits, also after the inputs change in place."""

@@ -876,6 +876,15 @@ SWEEPS["relbias-gluon-decode-10"] = Sweep(
     (("rule", {}),
      ("banks", dict(gluon_decode_banks=True))))
 
+SWEEPS["mqa-gluon-banks"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with each warp's record loads over 8 slots x 4 blocks (gluon_banks: the "
+    "decoded tile's 16-byte stores without the 2-way bank conflicts Nsight Compute found) against the rule, "
+    "attention with its merge, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("banks", dict(kernel="swapab", gluon=True, gluon_banks=True))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -515,6 +515,18 @@ register(Gate(
 ))
 
 register(Gate(
+    name="mqa_decode/gluon_swapab_banks",
+    family="mqa_decode",
+    groups=tuple(shapes.groups("mqa_decode")),
+    applies=lambda c: c["H"] in (16, 32),
+    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_banks=True),
+    what="kernel: the Gluon swap-AB decode with each warp's record loads over 8 slots x 4 blocks (gluon_banks; "
+         "forced on every 16 / 32-head shape) + the finishing merge",
+    needs="sm90",
+    perturbations=_MQA_PERTURBATIONS,
+))
+
+register(Gate(
     name="mqa_decode/gluon_swapab_e2m1_fp16",
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),

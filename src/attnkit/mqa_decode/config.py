@@ -158,6 +158,7 @@ class SwapabPlan:
     gluon_async: bool = False  # Gluon: records copied into shared memory by cp.async, a tile ahead
     gluon_early: bool = False  # Gluon: the first tiles' slot ids loaded before the query (gluon_early)
     live: int = 64  # Gluon: slots per tile (64, or 32: half tiles, the MMA's other 32 rows zero; gluon_half)
+    gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -234,6 +235,13 @@ GLUON_HALF = Switch("gluon_half", "ATTNKIT_MQA_GLUON_HALF", None,
                     "shorter) instead of 64; default: the rule (config.gluon_half_rule)")
 
 
+GLUON_BANKS = Switch("gluon_banks", "ATTNKIT_MQA_GLUON_BANKS", False,
+                     "Gluon swap-AB kernel: each warp's record loads (and the decoded tile's 16-byte stores) over 8 "
+                     "slots x 4 blocks instead of 4 x 8, so that the stores meet every chunk of the 128-byte swizzle "
+                     "(Nsight Compute: 4 x 8 stores 2-way bank-conflicted); not with gluon_async (sweep "
+                     "mqa-gluon-banks)")
+
+
 def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
     """Half tiles where the launch of one half tile per program fits one wave (and the rule is on)."""
     return GLUON_HALF_BY_RULE and T * -(-n_slots // 32) <= resident * sm_count
@@ -266,7 +274,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
-                gluon_half: bool | None = None) -> SwapabPlan:
+                gluon_half: bool | None = None, gluon_banks: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -295,9 +303,13 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if early and not gluon_prefetch:
             raise ValueError("gluon_early: hands the first slot ids to the prefetching list loop; it needs "
                              "gluon_prefetch")
+        banks = GLUON_BANKS.resolve(gluon_banks)
+        if banks and use_async:
+            raise ValueError("gluon_banks: sets the layout of the record loads into registers; it cannot be combined "
+                             "with gluon_async")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
-                          gluon_async=use_async, gluon_early=bool(early), live=live)
+                          gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

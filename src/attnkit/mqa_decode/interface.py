@@ -66,7 +66,8 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
-           + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else ""))
+           + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
+           + ("_banks" if getattr(plan, "gluon_banks", False) else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -80,7 +81,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, merge_dc=None,
+                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None, merge_dc=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
@@ -203,7 +204,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
                            gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async,
-                           gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half)
+                           gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
+                           gluon_banks=gluon_banks)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
@@ -248,7 +250,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
-                                        PDL_EARLY=pdl_early_mode,
+                                        PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks,
                                         num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel

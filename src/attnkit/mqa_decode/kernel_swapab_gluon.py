@@ -397,7 +397,7 @@ def mqa_swapab_gluon_kernel(
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
-    PDL_EARLY: gl.constexpr = False,
+    PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -413,11 +413,21 @@ def mqa_swapab_gluon_kernel(
     gl.static_assert((LIVE == BLOCK_N) or ((LIVE == BLOCK_N // 2) and not ASYNC),
                      "LIVE: a whole tile, or half of one (not with ASYNC)")
     gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
-    if NVFP4:
-        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
+    gl.static_assert(not (BANKS and ASYNC), "BANKS: the register loads' layout (not the cp.async copies')")
+    # BANKS: a warp over 8 slots x 4 blocks, so each decoded 16-byte store meets all 8 chunks of the 128-byte swizzle
+    # 4 times (over 4 slots x 8 blocks two rows' stores land on the same chunks: 2-way bank conflicts)
+    if BANKS:
+        L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [8, 4, 1], [NW, 1, 1], [2, 1, 0])
+        if NVFP4:
+            L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [8, 4, 1], [NW, 1, 1], [2, 1, 0])
+        else:
+            L3c: gl.constexpr = L3w
     else:
-        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
-    L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
+        L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
+        if NVFP4:
+            L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
+        else:
+            L3c: gl.constexpr = L3w
     # S^T [64, H]: two warpgroups split the heads; O^T [512, H]: they split the 512 output dims
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, H // WG, 16])
     o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
