@@ -401,6 +401,27 @@ def test_gluon_dispatch_rule_and_plan():
     assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early"  # the warm-up compiles what a step launches
 
 
+def test_gluon_banks_rule(monkeypatch):
+    """gluon_banks: on by default for nvfp4 compressed records, off for fp8 (config.GLUON_BANKS's sweep); the keyword
+    and ATTNKIT_MQA_GLUON_BANKS override it both ways; never with gluon_async (off by the rule, refused if asked)."""
+    import attnkit.mqa_decode.config as C
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_BANKS", raising=False)
+    assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").gluon_banks
+    assert not C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="fp8").gluon_banks
+    assert not C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4",
+                             gluon_banks=False).gluon_banks
+    assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_banks=True).gluon_banks
+    assert not C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4",
+                             gluon_async=True).gluon_banks
+    with pytest.raises(ValueError, match="gluon_banks"):
+        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_banks=True, gluon_async=True)
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_BANKS", "0")
+    assert not C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").gluon_banks
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_BANKS", "yes")
+    with pytest.raises(ValueError, match="gluon_banks"):
+        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+
+
 def test_gluon_half_tile_plan(monkeypatch):
     """gluon_half: 32 live slots per tile, so splits in units of 32 slots (twice the programs at 1-4 tokens); refused
     with gluon_async; the rule (off until GLUON_HALF_BY_RULE) only where one half tile per program fits one wave;
@@ -528,7 +549,7 @@ def test_gluon_banks_gives_the_same_bits(case):
     memory, and so every result, is the same to the bit; refused with gluon_async."""
     _gluon_or_skip()
     inp = make_inputs(shapes.get(case), "cuda", 12)
-    a = mqa_headpad_call(inp, kernel="swapab", gluon=True)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_banks=False)
     b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_banks=True)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_banks"):

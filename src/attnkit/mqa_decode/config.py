@@ -235,11 +235,16 @@ GLUON_HALF = Switch("gluon_half", "ATTNKIT_MQA_GLUON_HALF", None,
                     "shorter) instead of 64; default: the rule (config.gluon_half_rule)")
 
 
-GLUON_BANKS = Switch("gluon_banks", "ATTNKIT_MQA_GLUON_BANKS", False,
+# gluon_banks, timed at 98ce351 (benchmarks/sweeps/h200-98ce351/sweep-mqa-gluon-banks.json, 5 rounds, attention
+# with its merge, paired banks / rule, 16 / 32 heads x 1-16 tokens): nvfp4 0.982-0.993 on 8 of 10 cases, 0.996 and
+# 1.000 on the other two; fp8 0.997-1.007 (no gain: there the window and compressed tiles' loads already hide the
+# stores). So on for nvfp4 compressed records, off for fp8.
+GLUON_BANKS = Switch("gluon_banks", "ATTNKIT_MQA_GLUON_BANKS", None,
                      "Gluon swap-AB kernel: each warp's record loads (and the decoded tile's 16-byte stores) over 8 "
                      "slots x 4 blocks instead of 4 x 8, so that the stores meet every chunk of the 128-byte swizzle "
-                     "(Nsight Compute: 4 x 8 stores 2-way bank-conflicted); not with gluon_async (sweep "
-                     "mqa-gluon-banks)")
+                     "(Nsight Compute: 4 x 8 stores 2-way bank-conflicted); not with gluon_async; default: on for "
+                     "nvfp4 compressed records (1-2 % faster), off for fp8 (sweep mqa-gluon-banks)")
+GLUON_BANKS_FORMATS = ("nvfp4",)
 
 
 def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
@@ -274,7 +279,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 block_n: int | None = None, gluon: bool = False, gluon_warps: int | None = None,
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
-                gluon_half: bool | None = None, gluon_banks: bool | None = None) -> SwapabPlan:
+                gluon_half: bool | None = None, gluon_banks: bool | None = None,
+                comp_format: str = "fp8") -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -304,6 +310,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_early: hands the first slot ids to the prefetching list loop; it needs "
                              "gluon_prefetch")
         banks = GLUON_BANKS.resolve(gluon_banks)
+        if banks is None:  # the rule (see GLUON_BANKS)
+            banks = comp_format in GLUON_BANKS_FORMATS and not use_async
         if banks and use_async:
             raise ValueError("gluon_banks: sets the layout of the record loads into registers; it cannot be combined "
                              "with gluon_async")

@@ -205,7 +205,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
                            gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
-                           gluon_banks=gluon_banks)
+                           gluon_banks=gluon_banks, comp_format=comp_format)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
