@@ -137,9 +137,9 @@ def test_warmup_compiles_both_merges(device):
 
 def _kernel(key):
     """The kernel of a launch key, without its variant suffixes (nvfp4 from bits, PDL, the Gluon kernel's fused
-    merge, which the rule picks where a token has at most two splits)."""
+    merge, which the rule picks where a token has at most two splits, its record-load layout for nvfp4)."""
     return (key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "").replace("_async", "")
-            .replace("_early", "").replace("_half", ""))
+            .replace("_early", "").replace("_half", "").replace("_banks", ""))
 
 
 def test_warmup_follows_the_per_format_dispatch(device):
