@@ -67,7 +67,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
-           + ("_banks" if getattr(plan, "gluon_banks", False) else ""))
+           + ("_banks" if plan.gluon_banks else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -81,7 +81,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
-                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None, merge_dc=None,
+                         gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
+                         merge_dc=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,

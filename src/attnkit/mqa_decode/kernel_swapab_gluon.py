@@ -416,18 +416,12 @@ def mqa_swapab_gluon_kernel(
     gl.static_assert(not (BANKS and ASYNC), "BANKS: the register loads' layout (not the cp.async copies')")
     # BANKS: a warp over 8 slots x 4 blocks, so each decoded 16-byte store meets all 8 chunks of the 128-byte swizzle
     # 4 times (over 4 slots x 8 blocks two rows' stores land on the same chunks: 2-way bank conflicts)
-    if BANKS:
-        L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [8, 4, 1], [NW, 1, 1], [2, 1, 0])
-        if NVFP4:
-            L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [8, 4, 1], [NW, 1, 1], [2, 1, 0])
-        else:
-            L3c: gl.constexpr = L3w
+    RPW: gl.constexpr = 8 if BANKS else 4  # slots per warp in the record loads
+    L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [RPW, 32 // RPW, 1], [NW, 1, 1], [2, 1, 0])
+    if NVFP4:
+        L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [RPW, 32 // RPW, 1], [NW, 1, 1], [2, 1, 0])
     else:
-        L3w: gl.constexpr = gl.BlockedLayout([1, 1, 16], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
-        if NVFP4:
-            L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [4, 8, 1], [NW, 1, 1], [2, 1, 0])
-        else:
-            L3c: gl.constexpr = L3w
+        L3c: gl.constexpr = L3w
     # S^T [64, H]: two warpgroups split the heads; O^T [512, H]: they split the 512 output dims
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, H // WG, 16])
     o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
