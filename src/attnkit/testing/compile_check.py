@@ -288,33 +288,24 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=paged, PAGE=64 if paged else 1, HAS_WINDOW=win,
                          CLAMP=clamp, PERTURB=0, STAGES=stages, CVT=cvt, TMA=tma, BIAS_ASYNC=basync),
                     dict(num_warps=4)))
-    # with the key operand in registers (kreg); (128, 8, 3, TMA, bias copies, 128 keys, ring of 2) is the rule's
-    # without gluon_decode_banks (on by default: the rule's own variant is the first of the banks ones below)
-    for D, rows, cvt, tma, basync, bn, st in ((128, 8, 3, True, True, 64, 3), (128, 8, 1, True, True, 64, 3),
-                                              (64, 16, 2, False, False, 64, 3), (128, 64, 3, True, False, 64, 3),
-                                              (128, 8, 3, True, True, 128, 2), (64, 32, 2, False, True, 128, 2)):
+    # with the key operand in registers (kreg); (128, 8, 3, TMA, bias copies, 128 keys, ring of 2, banks) is the
+    # rule's: the value codes 8 per thread and the bias tile swizzled (gluon_decode_banks, on by default)
+    for D, rows, cvt, tma, basync, bn, st, banks in (
+            (128, 8, 3, True, True, 64, 3, False), (128, 8, 1, True, True, 64, 3, False),
+            (64, 16, 2, False, False, 64, 3, False), (128, 64, 3, True, False, 64, 3, False),
+            (128, 8, 3, True, True, 128, 2, False), (64, 32, 2, False, True, 128, 2, False),
+            (128, 8, 3, True, True, 128, 2, True), (64, 16, 3, False, True, 64, 3, True)):
         ptrs = dict(rbd_ptr)
         if tma:
             ptrs.update(K_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>",
                         V_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>")
         out.append((f"relbias_decode_gluon D{D} rows{rows} cvt{cvt} s{st}" + (" tma" if tma else "")
-                    + (" bias_async" if basync else "") + " kreg" + (f" bn{bn}" if bn != 64 else ""),
+                    + (" bias_async" if basync else "") + " kreg" + (f" bn{bn}" if bn != 64 else "")
+                    + (" banks" if banks else ""),
                     relbias_decode_gluon_kernel, ptrs,
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=False, PAGE=1, HAS_WINDOW=True, CLAMP=False,
-                         PERTURB=0, STAGES=st, CVT=cvt, TMA=tma, BIAS_ASYNC=basync, KREG=True, BLOCK_N=bn),
-                    dict(num_warps=4)))
-    # the value codes read 8 per thread and the bias tile swizzled (gluon_decode_banks), at the rule's tile (the
-    # dispatched variant) and at 64 keys over cp.async copies at D 64
-    for D, rows, tma, bn, st in ((128, 8, True, 128, 2), (64, 16, False, 64, 3)):
-        ptrs = dict(rbd_ptr)
-        if tma:
-            ptrs.update(K_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>",
-                        V_DESC=f"tensordesc<u8[{bn}, {D}],{raw_layout(D)!r}>")
-        out.append((f"relbias_decode_gluon D{D} rows{rows} cvt3 s{st}" + (" tma" if tma else "")
-                    + " bias_async kreg" + (f" bn{bn}" if bn != 64 else "") + " banks",
-                    relbias_decode_gluon_kernel, ptrs,
-                    dict(HQ=64, GROUP=8, HEAD_DIM=D, ROWS=rows, PAGED=False, PAGE=1, HAS_WINDOW=True, CLAMP=False,
-                         PERTURB=0, STAGES=st, CVT=3, TMA=tma, BIAS_ASYNC=True, KREG=True, BLOCK_N=bn, BANKS=True),
+                         PERTURB=0, STAGES=st, CVT=cvt, TMA=tma, BIAS_ASYNC=basync, KREG=True, BLOCK_N=bn,
+                         BANKS=banks),
                     dict(num_warps=4)))
     from ..mqa_decode.kernel_swapab_gluon import mqa_swapab_gluon_kernel
     for nv in (False, True):
@@ -325,16 +316,15 @@ def _variants():
                             dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
                             dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=fused, SINK_ON=True,
                                  ROPE_UNDO=True, WRITE_F32=False, ASYNC=asy), dict(num_warps=w)))
-    for H, nv in ((16, False), (32, 2)):  # the option gluon_early (the first slot ids loaded before the query)
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early", mqa_swapab_gluon_kernel,
+    # the option gluon_early (the first slot ids loaded before the query), and with it gluon_banks (the record
+    # loads over 8 slots x 4 blocks per warp; the rule's for nvfp4)
+    for H, nv, banks in ((16, False, False), (32, 2, False),
+                         (16, False, True), (16, 2, True), (32, False, True), (32, 2, True)):
+        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if banks else ""),
+                    mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
                     dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True), dict(num_warps=8)))
-    for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_banks, early
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early banks", mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=True), dict(num_warps=8)))
+                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=banks), dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
