@@ -84,7 +84,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_coop=None, merge_dc=None,
                          pdl=None, pdl_early_inputs=None,
-                         _perturb=None, _pdl_skip_wait=False,
+                         _perturb=None, _pdl_skip_wait=False, _coop_diag=None,
                          _return_fp32=False,
                          _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
@@ -241,6 +241,12 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     # the Triton swap-AB kernel waits at entry; PDL_EARLY 2 (the diagnostics variant) never waits
     pdl_early = early_asked and use_pdl and (gluon_path or kernel == "headpad")
     pdl_early_mode = (2 if _pdl_skip_wait else 1) if pdl_early else 0
+    require(_coop_diag in (None, "plain-launch", "wait-only") and (_coop_diag is None or coop), "_coop_diag",
+            "None, 'plain-launch' or 'wait-only', with gluon_coop")
+    if _coop_diag is not None:
+        import warnings
+        warnings.warn(f"_coop_diag={_coop_diag!r}: a diagnostics variant of the cooperative merge (launched without the "
+                      "cooperative attribute, or with no merge at all); not for use", RuntimeWarning, stacklevel=2)
     if _pdl_skip_wait and pdl_early:
         import warnings
         warnings.warn("_pdl_skip_wait: a diagnostics variant that never waits for the grid before it; its results "
@@ -255,9 +261,11 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
-                                        PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks, COOP=coop,
+                                        PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks,
+                                        COOP=2 if coop and _coop_diag == "wait-only" else coop,
                                         num_warps=plan.num_warps, **pl,
-                                        **({"launch_cooperative_grid": True} if coop else {}))
+                                        **({"launch_cooperative_grid": True} if coop and _coop_diag != "plain-launch"
+                                           else {}))
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()

@@ -616,8 +616,9 @@ def mqa_swapab_gluon_kernel(
         seen = gl.atomic_add(COUNT + t, 1, sem="acq_rel", scope="gpu") + 1
         while seen < n_prog:
             seen = gl.atomic_add(COUNT + t, 0, sem="acquire", scope="gpu")
-        _merge_share(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H, SINK_ON,
-                     ROPE_UNDO, WRITE_F32, NW)
+        if COOP != 2:  # 2: the arrivals and the wait alone, no merge (a diagnostics variant: nothing written)
+            _merge_share(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H,
+                         SINK_ON, ROPE_UNDO, WRITE_F32, NW)
         left = gl.atomic_add(COUNT + t, 1, sem="relaxed", scope="gpu")
         if left == 2 * n_prog - 1:
             gl.store(COUNT + t, 0)
