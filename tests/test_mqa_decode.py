@@ -422,42 +422,6 @@ def test_gluon_banks_rule(monkeypatch):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
 
 
-def test_gluon_coop_plan(monkeypatch):
-    """gluon_coop: off by the rule while GLUON_COOP_BY_RULE is off; where the rule is on, only with more splits than
-    the fused merge takes and a grid resident at once; the keyword and ATTNKIT_MQA_GLUON_COOP override it; forced
-    with gluon_fused, or on a grid larger than the resident programs, it is refused by name; its launch key says so."""
-    import attnkit.mqa_decode.config as C
-    from attnkit.mqa_decode.interface import _key
-    monkeypatch.delenv("ATTNKIT_MQA_GLUON_COOP", raising=False)
-    monkeypatch.delenv("ATTNKIT_MQA_GLUON_FUSED", raising=False)
-    p = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
-    assert not p.coop_merge or C.GLUON_COOP_BY_RULE
-    monkeypatch.setattr(C, "GLUON_COOP_BY_RULE", True)
-    p = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
-    assert p.coop_merge and not p.fused_merge and p.num_splits == 10
-    assert C.swapab_plan(16, 32, 640, 132, None, "cuda", gluon=True).coop_merge  # 16 x 5 = 80 programs
-    p64 = C.swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True)  # 2 splits: the fused merge's
-    assert p64.fused_merge and not p64.coop_merge
-    assert not C.gluon_coop_rule(16, 10, 132, 1)  # 160 programs: two waves, not resident at once
-    assert C.gluon_coop_rule(13, 10, 132, 1)
-    assert not C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, fused_merge=True).coop_merge
-    assert not C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop=False).coop_merge
-    monkeypatch.setattr(C, "GLUON_COOP_BY_RULE", False)
-    forced = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop=True)
-    assert forced.coop_merge and not forced.fused_merge
-    assert _key("swapab", 16, forced, "fp8")[0] == "swapab_gluon_early_coop"
-    assert C.swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True, gluon_coop=True).coop_merge
-    with pytest.raises(ValueError, match="gluon_coop"):
-        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop=True, fused_merge=True)
-    with pytest.raises(ValueError, match="gluon_coop"):
-        C.swapab_plan(16, 16, 640, 132, 10, "cuda", gluon=True, gluon_coop=True)  # 160 programs on 132 SMs
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_COOP", "1")
-    assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).coop_merge
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_COOP", "on")
-    with pytest.raises(ValueError, match="gluon_coop"):
-        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
-
-
 def test_gluon_half_tile_plan(monkeypatch):
     """gluon_half: 32 live slots per tile, so splits in units of 32 slots (twice the programs at 1-4 tokens); refused
     with gluon_async; the rule (off until GLUON_HALF_BY_RULE) only where one half tile per program fits one wave;
@@ -590,69 +554,6 @@ def test_gluon_banks_gives_the_same_bits(case):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_banks"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_banks=True, gluon_async=True)
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
-                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8",
-                                  "mqa_decode-step-h32-t16-nvfp4"])
-def test_gluon_coop_merge_matches_the_merge_launch(case):
-    """gluon_coop (the merge spread over a token's programs in one cooperative launch) against the merge launched
-    apart: the same partials merged in the same split order, so within a bf16 rounding (the sums' order within a
-    split block may differ); repeatable to the bit; the LSE within fp32 rounding; and against the fp64 oracle by
-    the compare rule (the gate mqa_decode/gluon_swapab_coop runs every shape family)."""
-    _gluon_or_skip()
-    inp = make_inputs(shapes.get(case), "cuda", 13)
-    apart = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_coop=False, gluon_fused=False)
-    coop = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_coop=True) for _ in range(2)]
-    assert torch.equal(coop[0][0], coop[1][0]) and torch.equal(coop[0][1], coop[1][1])
-    assert (coop[0][0].float() - apart[0].float()).abs().max() <= 2 * apart[0].float().abs().max() * 2 ** -8
-    torch.testing.assert_close(coop[0][1], apart[1], rtol=1e-5, atol=1e-5)
-    ref, ref_lse = mqa_decode_oracle(inp)
-    base, base_lse = mqa_decode_baseline(inp)
-    c = compare(coop[0][0], ref, base, lse=coop[0][1], lse_ref=ref_lse, lse_base=base_lse)
-    assert c.ok, c.reason
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("tokens", [1, 16])
-def test_gluon_coop_step_replays_and_leaves_its_counters_at_zero(tokens):
-    """A whole step (writer, then the cooperative attention with pdl and the early inputs) captured in a CUDA graph:
-    replays give the eager bits, also after q and the new latents change in place, and the counters at the end of
-    the workspace are back at zero after every launch."""
-    _gluon_or_skip()
-    from attnkit.mqa_decode.interface import mqa_decode_step, mqa_decode_workspace
-    inp = make_inputs(shapes.get(f"mqa_decode-step-h16-t{tokens}-fp8"), "cuda", 9)
-    T, H = inp["q"].shape[0], inp["num_heads"]
-    ws = mqa_decode_workspace(T, H, "cuda", window=inp["swa_idx"].shape[1], topk=inp["comp_idx"].shape[1],
-                              kernel="swapab", comp_format="fp8", gluon=True)
-    out = torch.empty(T, H, 512, dtype=torch.bfloat16, device="cuda")
-    lse = torch.empty(T, H, device="cuda")
-    g = torch.Generator(device="cuda").manual_seed(3)
-    latent = torch.randn(T, 512, generator=g, device="cuda").to(torch.bfloat16)
-    slots = distinct_window_slots(inp["swa_idx"])
-    args = (latent, slots, inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"],
-            inp["positions"], inp["cos_sin"], inp["sink"], H, inp["softmax_scale"], "fp8")
-    kw = dict(kernel="swapab", gluon=True, gluon_coop=True, validate=False, out=out, lse=lse, workspace=ws)
-    mqa_decode_step(*args, **kw)
-    torch.cuda.synchronize()
-    assert bool((ws[-T:].view(torch.int32) == 0).all())
-    ref = out.clone()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        mqa_decode_step(*args, **kw)
-    for _ in range(3):
-        graph.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(out, ref)
-    inp["q"].mul_(0.5)
-    latent.mul_(-1.0)
-    graph.replay()
-    torch.cuda.synchronize()
-    replayed = out.clone()
-    eager, _ = mqa_decode_step(*args, kernel="swapab", gluon=True, gluon_coop=True, validate=False)
-    assert torch.equal(replayed, eager) and not torch.equal(replayed, ref)
-    assert bool((ws[-T:].view(torch.int32) == 0).all())
 
 
 @pytest.mark.cuda

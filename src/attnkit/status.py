@@ -25,11 +25,12 @@ KERNEL_PATHS = {
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
          "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows; gated on the H200 at "
          "d72dcca, d3eb8f4, f206dd4, a9a4b6f and d343e01; the dispatched path for 16 / 32 heads on the H200: "
-         "1.78-2.55x faster than head-padded for 1-16 tokens at 3090ff5, head-padded launched with pdl at 1-2 tokens "
-         "where that makes it faster (fp8 2.16-2.55 / 1.92-2.28 at 16 / 32 heads, nvfp4 1.98-2.29 / 1.78-2.00), steps "
-         "with the query prepared during the insert (pdl_early_inputs, both kernels) 1.72-2.52x, 16-token step "
-         "16.2-16.6 us: the 2.2x / 1.8x and 10 us targets are met only in part; 64 "
-         "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead)", "implemented"),
+         "1.79-2.52x faster than head-padded for 1-16 tokens at 11e09c3 (with gluon_banks for nvfp4), head-padded "
+         "launched with pdl at 1-2 tokens where that makes it faster (fp8 2.15-2.52 / 1.91-2.31 at 16 / 32 heads, "
+         "nvfp4 2.01-2.31 / 1.79-2.02), steps with the query prepared during the insert (pdl_early_inputs, both "
+         "kernels) 1.73-2.53x, 16-token step 16.0-16.7 us: the 2.2x / 1.8x and 10 us targets are met only in part; 64 "
+         "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead; a cooperative merge "
+         "spread over a token's programs timed slower at e9664db and removed)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),

@@ -885,28 +885,6 @@ SWEEPS["mqa-gluon-banks"] = Sweep(
      ("rule", dict(kernel="swapab", gluon=True)),
      ("banks", dict(kernel="swapab", gluon=True, gluon_banks=True))))
 
-SWEEPS["mqa-gluon-coop"] = Sweep(
-    "mqa_decode", "the Gluon swap-AB kernel with the cooperative merge (gluon_coop: one launch, every program of a "
-    "token merging a share of its output after all have stored their partials) against the rule (the merge "
-    "launched apart), attention and whole steps, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
-    (("headpad", dict(kernel="headpad")),
-     ("rule", dict(kernel="swapab", gluon=True)),
-     ("coop", dict(kernel="swapab", gluon=True, gluon_coop=True)),
-     ("rule-step", dict(step=True, kernel="swapab", gluon=True)),
-     ("coop-step", dict(step=True, kernel="swapab", gluon=True, gluon_coop=True))))
-
-SWEEPS["mqa-gluon-coop-2"] = Sweep(
-    "mqa_decode", "where the cooperative merge's time goes (diagnostics): gluon_coop as built, launched without the "
-    "cooperative attribute (plain-launch), and with the arrivals and the wait but no merge (wait-only: nothing "
-    "written), against the rule, attention alone",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f, h, t in (("fp8", 16, 1), ("fp8", 16, 8), ("fp8", 16, 16),
-                                                         ("nvfp4", 32, 1), ("nvfp4", 32, 4), ("nvfp4", 32, 16))),
-    (("rule", dict(kernel="swapab", gluon=True)),
-     ("coop", dict(kernel="swapab", gluon=True, gluon_coop=True)),
-     ("coop-plain-launch", dict(kernel="swapab", gluon=True, gluon_coop=True, _coop_diag="plain-launch")),
-     ("coop-wait-only", dict(kernel="swapab", gluon=True, gluon_coop=True, _coop_diag="wait-only"))))
-
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

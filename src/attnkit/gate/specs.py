@@ -527,19 +527,6 @@ register(Gate(
 ))
 
 register(Gate(
-    name="mqa_decode/gluon_swapab_coop",
-    family="mqa_decode",
-    groups=tuple(shapes.groups("mqa_decode")),
-    applies=lambda c: c["H"] in (16, 32),
-    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_coop=True),
-    what="kernel: the Gluon swap-AB decode with the cooperative merge (gluon_coop: one cooperative launch, every "
-         "program of a token merging a share of its output after all have stored their partials; forced on every "
-         "16 / 32-head shape)",
-    needs="sm90",
-    perturbations=_MQA_PERTURBATIONS,
-))
-
-register(Gate(
     name="mqa_decode/gluon_swapab_e2m1_fp16",
     family="mqa_decode",
     groups=tuple(shapes.groups("mqa_decode")),

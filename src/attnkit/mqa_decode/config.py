@@ -159,7 +159,6 @@ class SwapabPlan:
     gluon_early: bool = False  # Gluon: the first tiles' slot ids loaded before the query (gluon_early)
     live: int = 64  # Gluon: slots per tile (64, or 32: half tiles, the MMA's other 32 rows zero; gluon_half)
     gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
-    coop_merge: bool = False  # Gluon: every program of a token merges a share of its splits (gluon_coop)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -248,25 +247,6 @@ GLUON_BANKS = Switch("gluon_banks", "ATTNKIT_MQA_GLUON_BANKS", None,
 GLUON_BANKS_FORMATS = ("nvfp4",)
 
 
-# gluon_coop: one launch per step with the merge spread over the token's programs. Each program stores its partial,
-# arrives on the token's counter and waits until every program of the token has arrived; then each merges the 64-dim
-# (16 heads; 32-dim at 32 heads) output chunks c = s, s + S, ... of all heads, every split's partials loaded at once:
-# the fused merge's work spread over S programs instead of one (whose merge walks the splits one after another).
-# The wait needs every program of a token resident at once: the kernel is launched cooperatively (the driver refuses
-# a grid that cannot be resident; the rule asks only where T x splits fits one program per SM).
-GLUON_COOP_BY_RULE = False
-GLUON_COOP = Switch("gluon_coop", "ATTNKIT_MQA_GLUON_COOP", None,
-                    "Gluon swap-AB kernel: every program of a token waits for the token's other programs and then "
-                    "merges a share of the output (one cooperative launch, the merge spread over the programs); "
-                    "default: the rule (config.gluon_coop_rule)")
-
-
-def gluon_coop_rule(T: int, splits: int, sm_count: int, resident: int) -> bool:
-    """Whether the swap-AB kernel merges cooperatively by default: GLUON_COOP_BY_RULE and more than
-    GLUON_FUSED_MAX_SPLITS splits (fewer go to the fused merge) and the grid resident at once."""
-    return GLUON_COOP_BY_RULE and splits > GLUON_FUSED_MAX_SPLITS and T * splits <= sm_count * resident
-
-
 def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
     """Half tiles where the launch of one half tile per program fits one wave (and the rule is on)."""
     return GLUON_HALF_BY_RULE and T * -(-n_slots // 32) <= resident * sm_count
@@ -300,7 +280,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
-                comp_format: str = "fp8", gluon_coop: bool | None = None) -> SwapabPlan:
+                comp_format: str = "fp8") -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -335,20 +315,9 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if banks and use_async:
             raise ValueError("gluon_banks: sets the layout of the record loads into registers; it cannot be combined "
                              "with gluon_async")
-        coop = GLUON_COOP.resolve(gluon_coop)
-        if coop is None:  # the rule (see GLUON_COOP)
-            coop = fused is not True and gluon_coop_rule(T, splits, sm_count, resident)
-        if coop and fused:
-            raise ValueError("gluon_coop: the merge spread over every program of a token; it cannot be combined "
-                             "with gluon_fused (the token's last program merging alone)")
-        if coop and T * splits > sm_count * resident:
-            raise ValueError(f"gluon_coop: the {T} x {splits} programs must all be resident at once "
-                             f"({resident} per SM x {sm_count} SMs); use fewer splits (num_splits) or no gluon_coop")
-        if fused is None:
-            fused = not coop and splits <= GLUON_FUSED_MAX_SPLITS
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
-                          fused_merge=bool(fused), gluon_async=use_async, gluon_early=bool(early), live=live,
-                          gluon_banks=bool(banks), coop_merge=bool(coop))
+                          fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
+                          gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -67,7 +67,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
-           + ("_banks" if plan.gluon_banks else "") + ("_coop" if getattr(plan, "coop_merge", False) else ""))
+           + ("_banks" if plan.gluon_banks else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -82,9 +82,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
-                         gluon_coop=None, merge_dc=None,
+                         merge_dc=None,
                          pdl=None, pdl_early_inputs=None,
-                         _perturb=None, _pdl_skip_wait=False, _coop_diag=None,
+                         _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
                          _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
@@ -103,10 +103,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     needs gluon_prefetch, not gluon_async; default: the rule, on unless gluon_async is set or gluon_prefetch is
     off, 0.3-2.8 % faster in the mqa-gluon-early sweep). gluon_half (else ``ATTNKIT_MQA_GLUON_HALF``): the Gluon
     kernel's tiles hold 32 live slots instead of 64 (twice the programs, each shorter; not with gluon_async);
-    default: the rule ``config.gluon_half_rule``. gluon_coop (else ``ATTNKIT_MQA_GLUON_COOP``): one cooperative
-    launch in which every program of a token, after its partial, waits for the token's other programs and merges
-    a share of the output (not with gluon_fused; every program must be resident at once, else a ValueError);
-    default: the rule ``config.gluon_coop_rule``. gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
+    default: the rule ``config.gluon_half_rule``. gluon_e2m1_bits (else ``ATTNKIT_MQA_GLUON_E2M1_BITS``,
     default on, 1-4 % faster in the mqa-gluon-e2m1 sweep): the Gluon kernel decodes nvfp4 codes from their bits
     into bf16 with two bf16x2 products (the same values). Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
@@ -124,7 +121,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     workspace is sized for the largest step; a step of fewer tokens uses its front; its last elements are the
     fused merge's arrival counters, which must be zero before a call and are zero after one:
     ``mqa_decode_workspace`` returns them zeroed).
-    Launches: the attention kernel and the finishing merge (one launch with the fused or cooperative merge; plus the MXFP8
+    Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
     quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
     runs, for the head-padded one at 1 and 2 tokens only): each launched as a programmatic dependent of the kernel
     before it (CUDA sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
@@ -209,17 +206,16 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
                            gluon_warps=gluon_warps, fused_merge=gluon_fused, gluon_async=gluon_async,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
-                           gluon_banks=gluon_banks, comp_format=comp_format, gluon_coop=gluon_coop)
+                           gluon_banks=gluon_banks, comp_format=comp_format)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
-    coop = kernel == "swapab" and plan.gluon and plan.coop_merge
     if workspace is None:
         m = torch.empty((S, R), dtype=torch.float32, device=dev)
         l = torch.empty_like(m)
         acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
-        count = torch.zeros(T, dtype=torch.int32, device=dev) if fused or coop else m
+        count = torch.zeros(T, dtype=torch.int32, device=dev) if fused else m
     else:
         a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
         need = a0 + S * R * MQA_DIM
@@ -241,12 +237,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     # the Triton swap-AB kernel waits at entry; PDL_EARLY 2 (the diagnostics variant) never waits
     pdl_early = early_asked and use_pdl and (gluon_path or kernel == "headpad")
     pdl_early_mode = (2 if _pdl_skip_wait else 1) if pdl_early else 0
-    require(_coop_diag in (None, "plain-launch", "wait-only") and (_coop_diag is None or coop), "_coop_diag",
-            "None, 'plain-launch' or 'wait-only', with gluon_coop")
-    if _coop_diag is not None:
-        import warnings
-        warnings.warn(f"_coop_diag={_coop_diag!r}: a diagnostics variant of the cooperative merge (launched without the "
-                      "cooperative attribute, or with no merge at all); not for use", RuntimeWarning, stacklevel=2)
     if _pdl_skip_wait and pdl_early:
         import warnings
         warnings.warn("_pdl_skip_wait: a diagnostics variant that never waits for the grid before it; its results "
@@ -262,10 +252,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
                                         PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks,
-                                        COOP=2 if coop and _coop_diag == "wait-only" else coop,
-                                        num_warps=plan.num_warps, **pl,
-                                        **({"launch_cooperative_grid": True} if coop and _coop_diag != "plain-launch"
-                                           else {}))
+                                        num_warps=plan.num_warps, **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()
@@ -282,7 +269,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
             num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common, **pl)
     from .kernel_merge import mqa_merge_kernel
-    if not (fused or coop):
+    if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
         LAUNCHED_KEYS.append(("merge" + ("_pdl" if use_pdl else ""), mdc, merge_warps(mdc), want32))

@@ -5,8 +5,7 @@ Computes   the same partials as kernel_swapab.mqa_swapab_kernel (its interpreter
            partial layout, same numerics): per token t and split s, S^T [slots, H] = KV . Q_rot^T, the softmax
            down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc). With FUSED_MERGE the token's
            last program to finish also merges its splits (_merge_token: kernel_merge's arithmetic), so a step is
-           one launch; with COOP (a cooperative launch) every program of the token waits for the others and then
-           merges a share of the output (_merge_share), so the merge is spread over the token's programs.
+           one launch.
 Why        Triton loads and decodes the record tile once per MMA operand layout, and its mma v2 layout holds
            each value in two warps (docs/mqa_decode.md, the instruction census). Here the layouts are explicit:
            the raw record bytes of a 64-slot tile are loaded in a blocked layout (16 fp8 codes or 8 e2m1 pairs per
@@ -390,80 +389,6 @@ def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, st
 
 
 @gluon.jit
-def _merge_share(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H: gl.constexpr,
-                 SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, NW: gl.constexpr):
-    """The cooperative merge (COOP): program s of token t merges the output chunks c = s, s + S, ... of CH = 1024 / H
-    dims (64 at 16 heads, 32 at 32) of all H heads, after every program of the token has stored its partial. Per
-    chunk the partials of SB = 16 splits are loaded at once ([SB, H, CH]: 64 values a thread) and merged online over
-    blocks of SB (one block up to 16 splits): kernel_merge's arithmetic, in split order (deterministic). The chunk
-    holding dim 0 writes the LSE. Partials are read past L1 (.cg)."""
-    CH: gl.constexpr = 1024 // H
-    SB: gl.constexpr = 16
-    L3: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 128 // CH, CH // 4], [1, NW, 1], [2, 1, 0])
-    Lsh: gl.constexpr = gl.SliceLayout(2, L3)  # [SB, H]
-    Lhd: gl.constexpr = gl.SliceLayout(0, L3)  # [H, CH]
-    Lo: gl.constexpr = gl.BlockedLayout([1, 4], [128 // CH, CH // 4], [NW, 1], [1, 0])
-    S = gl.num_programs(1)
-    sb = gl.arange(0, SB, layout=gl.SliceLayout(1, Lsh))
-    hs = gl.arange(0, H, layout=gl.SliceLayout(0, Lsh))
-    s3 = gl.arange(0, SB, layout=gl.SliceLayout(1, gl.SliceLayout(2, L3)))[:, None, None]
-    h3 = gl.arange(0, H, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))[None, :, None]
-    d3 = gl.arange(0, CH, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))[None, None, :]
-    hm = gl.arange(0, H, layout=gl.SliceLayout(1, Lo))
-    dm = gl.arange(0, CH, layout=gl.SliceLayout(0, Lo))
-    row0 = t.to(gl.int64) * H
-    if SINK_ON:
-        sk = gl.load(SINK + hs)
-    for c in range(gl.program_id(1), 512 // CH, S):
-        big = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, Lsh))
-        if SINK_ON:
-            big = gl.maximum(big, sk)
-        total = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, Lsh))
-        o = gl.zeros([H, CH], gl.float32, layout=Lhd)
-        for s0 in range(0, S, SB):
-            ss = (s0 + sb).to(gl.int64)
-            sok = ss < S
-            ms = gl.load(M_OUT + ss[:, None] * stride_ms + row0 + hs[None, :], mask=sok[:, None], other=float("-inf"),
-                         cache_modifier=".cg")
-            ls = gl.load(L_OUT + ss[:, None] * stride_ms + row0 + hs[None, :], mask=sok[:, None], other=0.0,
-                         cache_modifier=".cg")
-            a = gl.load(ACC_OUT + (s0 + s3).to(gl.int64) * stride_as + (row0 + h3) * 512 + c * CH + d3,
-                        mask=(s0 + s3 < S) & (h3 >= 0) & (d3 >= 0), other=0.0, cache_modifier=".cg")
-            new_big = gl.maximum(big, gl.max(ms, axis=0))
-            nb_safe = gl.where(new_big == float("-inf"), 0.0, new_big)
-            scale_old = gl.where(big == float("-inf"), 0.0, gl.exp(gl.where(big == float("-inf"), 0.0, big) - nb_safe))
-            w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - nb_safe[None, :]))
-            total = total * scale_old + gl.sum(ls * w, axis=0)
-            so = gl.convert_layout(scale_old, gl.SliceLayout(1, Lhd))
-            o = o * so[:, None] + gl.sum(a * w[:, :, None], axis=0)
-            big = new_big
-        big_safe = gl.where(big == float("-inf"), 0.0, big)
-        if SINK_ON:
-            total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
-        nonempty = total > 0
-        den = gl.where(nonempty, total, 1.0)
-        o = gl.convert_layout(o, Lo)
-        den_o = gl.convert_layout(den, gl.SliceLayout(1, Lo))
-        ne_o = gl.convert_layout(nonempty, gl.SliceLayout(1, Lo))
-        o = gl.where(ne_o[:, None], o / den_o[:, None], 0.0)
-        dd = c * CH + dm[None, :] + 0 * hm[:, None]
-        if ROPE_UNDO:  # dims 448 + 2i, 449 + 2i rotated by minus the angle: even o c + o' s, odd o c - o' s
-            rope = dd >= 448
-            i = gl.where(rope, (dd - 448) // 2, 0)
-            cs = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
-            sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
-            ev, od = gl.split(gl.reshape(o, [H, CH // 2, 2]))
-            partner = gl.convert_layout(gl.reshape(gl.join(od, ev), [H, CH]), Lo)
-            o = o * cs + gl.where(dd % 2 == 0, partner, -partner) * sn
-        dst = (row0 + hm)[:, None] * 512 + dd
-        gl.store(OUT + dst, o.to(gl.bfloat16))
-        if WRITE_F32:
-            gl.store(O32 + dst, o)
-        lse = gl.where(nonempty, big_safe + gl.log(den), float("-inf"))
-        gl.store(LSE + row0 + hs, lse, mask=(hs >= 0) & (c == 0))
-
-
-@gluon.jit
 def mqa_swapab_gluon_kernel(
     Q, POS, COS_SIN, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
     sm_scale, W, K, slots_per_split,
@@ -472,7 +397,7 @@ def mqa_swapab_gluon_kernel(
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
-    PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, COOP: gl.constexpr = False,
+    PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -604,24 +529,6 @@ def mqa_swapab_gluon_kernel(
     ho = gl.arange(0, H, layout=gl.SliceLayout(0, o_l))
     do = gl.arange(0, 512, layout=gl.SliceLayout(1, o_l))
     gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
-    if COOP:
-        # one cooperative launch: every program of token t arrives (its partial stores ordered before the arrival by
-        # the barrier and the release), waits until all S have (the acquire orders the merge's loads after every
-        # program's stores; the launch guarantees that all are resident), then merges its share of the output. Each
-        # then leaves (a second arrival): the last to leave has seen every program past its wait and resets the
-        # counter to zero for the next launch (CUDA-graph replays included).
-        gl.static_assert(not FUSED_MERGE, "COOP replaces the fused merge")
-        gl.thread_barrier()
-        n_prog = gl.num_programs(1)
-        seen = gl.atomic_add(COUNT + t, 1, sem="acq_rel", scope="gpu") + 1
-        while seen < n_prog:
-            seen = gl.atomic_add(COUNT + t, 0, sem="acquire", scope="gpu")
-        if COOP != 2:  # 2: the arrivals and the wait alone, no merge (a diagnostics variant: nothing written)
-            _merge_share(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H,
-                         SINK_ON, ROPE_UNDO, WRITE_F32, NW)
-        left = gl.atomic_add(COUNT + t, 1, sem="relaxed", scope="gpu")
-        if left == 2 * n_prog - 1:
-            gl.store(COUNT + t, 0)
     if FUSED_MERGE:
         # one launch: the token's last program to finish merges its splits. Every thread's partial stores are
         # ordered before the arrival (barrier, then a release at GPU scope); the arrival's acquire orders the

@@ -330,13 +330,6 @@ def _variants():
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
                     dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, LIVE=32), dict(num_warps=8)))
-    for H, nv in ((16, False), (32, 2)):  # the option gluon_coop (the merge spread over a token's programs), early
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early coop" + (" banks" if nv else ""),
-                    mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), COOP=True),
-                    dict(num_warps=8)))
     for H in (16, 32):  # the option gluon_e2m1_bits (nvfp4 codes decoded from their bits into bf16)
         out.append((f"mqa_swapab_gluon H{H} nvfp42 warps8 fused0 async0", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
