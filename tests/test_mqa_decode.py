@@ -422,6 +422,44 @@ def test_gluon_banks_rule(monkeypatch):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
 
 
+def test_headpad_stages_option(monkeypatch):
+    """headpad_stages: Triton's num_stages for the head-padded kernel, default 3, the keyword over
+    ATTNKIT_MQA_HEADPAD_STAGES, 1 to 4, anything else refused by name; the launch key carries it (the warm-up
+    compiles what a step launches)."""
+    import attnkit.mqa_decode.config as C
+    from attnkit.mqa_decode.interface import _key
+    monkeypatch.delenv("ATTNKIT_MQA_HEADPAD_STAGES", raising=False)
+    p = C.headpad_plan(1, 16, 640, 132, None, "cuda")
+    assert p.num_stages == C.HEADPAD_STAGES.default
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda", stages=1).num_stages == 1
+    monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_STAGES", "2")
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda").num_stages == 2
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda", stages=1).num_stages == 1
+    assert _key("headpad", 16, C.headpad_plan(1, 16, 640, 132, None, "cuda"), "fp8")[-1] == 2
+    for bad in ("0", "5", "2.0", " 2"):
+        monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_STAGES", bad)
+        with pytest.raises(ValueError, match="headpad_stages"):
+            C.headpad_plan(1, 16, 640, 132, None, "cuda")
+    monkeypatch.delenv("ATTNKIT_MQA_HEADPAD_STAGES")
+    with pytest.raises(ValueError, match="headpad_stages"):
+        C.headpad_plan(1, 16, 640, 132, None, "cuda", stages=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h64-t4-fp8"])
+def test_headpad_stages_give_the_same_bits(case):
+    """headpad_stages changes how the tile loop's loads are scheduled (cp.async staging or register loads), not its
+    arithmetic: the same output and LSE bits at 1, 2 and 3 stages."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (the interpreter ignores num_stages): not a pass")
+    inp = make_inputs(shapes.get(case), "cuda", 14)
+    a = mqa_headpad_call(inp, kernel="headpad", headpad_stages=3)
+    for st in (1, 2):
+        b = mqa_headpad_call(inp, kernel="headpad", headpad_stages=st)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), st
+
+
 def test_gluon_half_tile_plan(monkeypatch):
     """gluon_half: 32 live slots per tile, so splits in units of 32 slots (twice the programs at 1-4 tokens); refused
     with gluon_async; the rule (off until GLUON_HALF_BY_RULE) only where one half tile per program fits one wave;

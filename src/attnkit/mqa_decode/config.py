@@ -12,6 +12,12 @@ from ..options import IntOption, Switch
 # 128, 24.0 / 53.0 / 56.3 / 163.8 at 512; 256 lay between (23 / 58 / 60 / 168)
 HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 512, 128, 512,
                            "output dims per head-padded program (128, 256 or 512)")
+# The head-padded tile loop's software pipelining (Triton's num_stages for the kernel). Triton's default, 3, stages
+# each tile's record codes in shared memory by cp.async, in a layout whose copies and reads Nsight Compute showed up
+# to 16-way bank-conflicted (benchmarks/experiments/ncu-h200-63a3f30/); 1 loads them into registers instead.
+HEADPAD_STAGES = IntOption("headpad_stages", "ATTNKIT_MQA_HEADPAD_STAGES", 3, 1, 4,
+                           "software-pipeline stages of the head-padded tile loop (Triton num_stages; 1: no cp.async "
+                           "staging of the record codes)")
 DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
                         "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
@@ -54,6 +60,7 @@ class HeadpadPlan:
     num_splits: int
     slots_per_split: int
     num_warps: int
+    num_stages: int = 3  # Triton num_stages of the tile loop (HEADPAD_STAGES)
 
 
 # One program per SM is resident (255 registers x 256 threads, compile_check), so a launch of
@@ -94,15 +101,16 @@ def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_spli
 
 
 def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
-                 out_dc: int | None = None) -> HeadpadPlan:
+                 out_dc: int | None = None, stages: int | None = None) -> HeadpadPlan:
     block_n = 32
+    stages = HEADPAD_STAGES.resolve(stages)
     out_dc = HEADPAD_OUT_DC.resolve(out_dc)
     if out_dc not in (128, 256, 512):
         raise ValueError(f"out_dc: must be 128, 256 or 512, got {out_dc}")
     tiles = max(1, -(-n_slots // block_n))
     splits, per = _splits(T, -(-H // 64) * (512 // out_dc), tiles, sm_count, num_splits)
     return HeadpadPlan(block_h=64, block_n=block_n, out_dc=out_dc, num_splits=splits, slots_per_split=per * block_n,
-                       num_warps=8 if device_type == "cuda" else 4)
+                       num_warps=8 if device_type == "cuda" else 4, num_stages=stages)
 
 
 SWAPAB_HEADS = (16, 32)

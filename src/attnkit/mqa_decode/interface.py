@@ -71,7 +71,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
-            getattr(plan, "out_dc", 512), plan.num_warps, fmt)
+            getattr(plan, "out_dc", 512), plan.num_warps, fmt) + ((plan.num_stages,) if hasattr(plan, "num_stages") else ())
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -82,7 +82,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
-                         merge_dc=None,
+                         merge_dc=None, headpad_stages=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
@@ -110,6 +110,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
     formats. num_splits: slot-list splits per token (default: the split rule);
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
+    headpad_stages: software-pipeline stages of the head-padded tile loop (Triton num_stages, 1 to 4; default
+    ``ATTNKIT_MQA_HEADPAD_STAGES`` or ``config.HEADPAD_STAGES``' default).
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
     ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 128 merged rows
     (tokens x heads), else 512).
@@ -208,7 +210,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format)
     else:
-        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc)
+        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages)
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
     if workspace is None:
@@ -267,7 +269,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         n_hb = -(-H // plan.block_h)
         mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common, **pl)
+            num_warps=plan.num_warps, num_stages=plan.num_stages, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common,
+            **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
@@ -348,7 +351,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
-                      gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None) -> set:
+                      gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
+                      headpad_stages=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -369,6 +373,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
                              validate=False, swapab_per_format=swapab_per_format, gluon=gluon,
                              gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl,
-                             pdl_early_inputs=pdl_early_inputs)
+                             pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys
