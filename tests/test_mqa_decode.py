@@ -423,14 +423,14 @@ def test_gluon_banks_rule(monkeypatch):
 
 
 def test_headpad_stages_option(monkeypatch):
-    """headpad_stages: Triton's num_stages for the head-padded kernel, default 3, the keyword over
+    """headpad_stages: Triton's num_stages for the head-padded kernel, default 1 (the sweep), the keyword over
     ATTNKIT_MQA_HEADPAD_STAGES, 1 to 4, anything else refused by name; the launch key carries it (the warm-up
     compiles what a step launches)."""
     import attnkit.mqa_decode.config as C
     from attnkit.mqa_decode.interface import _key
     monkeypatch.delenv("ATTNKIT_MQA_HEADPAD_STAGES", raising=False)
     p = C.headpad_plan(1, 16, 640, 132, None, "cuda")
-    assert p.num_stages == C.HEADPAD_STAGES.default
+    assert p.num_stages == C.HEADPAD_STAGES.default == 1
     assert C.headpad_plan(1, 16, 640, 132, None, "cuda", stages=1).num_stages == 1
     monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_STAGES", "2")
     assert C.headpad_plan(1, 16, 640, 132, None, "cuda").num_stages == 2

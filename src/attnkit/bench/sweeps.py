@@ -885,6 +885,16 @@ SWEEPS["mqa-gluon-banks"] = Sweep(
      ("rule", dict(kernel="swapab", gluon=True)),
      ("banks", dict(kernel="swapab", gluon=True, gluon_banks=True))))
 
+SWEEPS["mqa-headpad-stages"] = Sweep(
+    "mqa_decode", "the head-padded kernel's tile loop at 1 and 2 software-pipeline stages (headpad_stages; 1: the "
+    "record codes loaded into registers, not staged in shared memory by cp.async, whose copies Nsight Compute showed "
+    "up to 16-way bank-conflicted) against Triton's default 3, attention with its merge, 16 / 32 / 64 heads x 1-16 "
+    "tokens x fp8 / nvfp4",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32, 64) for t in (1, 2, 4, 8, 16)),
+    (("rule", dict(kernel="headpad")),
+     ("stages1", dict(kernel="headpad", headpad_stages=1)),
+     ("stages2", dict(kernel="headpad", headpad_stages=2))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -14,8 +14,12 @@ HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 512, 128, 512
                            "output dims per head-padded program (128, 256 or 512)")
 # The head-padded tile loop's software pipelining (Triton's num_stages for the kernel). Triton's default, 3, stages
 # each tile's record codes in shared memory by cp.async, in a layout whose copies and reads Nsight Compute showed up
-# to 16-way bank-conflicted (benchmarks/experiments/ncu-h200-63a3f30/); 1 loads them into registers instead.
-HEADPAD_STAGES = IntOption("headpad_stages", "ATTNKIT_MQA_HEADPAD_STAGES", 3, 1, 4,
+# to 16-way bank-conflicted (benchmarks/experiments/ncu-h200-63a3f30/); 1 loads them into registers instead (no
+# LDGSTS in the sm_90 SASS; 255 registers either way). Sweep mqa-headpad-stages at 358355d
+# (benchmarks/sweeps/h200-358355d/sweep-mqa-headpad-stages.json, 5 rounds, attention with its merge, paired ÷ 3
+# stages): 1 stage 0.892-0.966 on all 30 cases (16 / 32 / 64 heads x 1-16 tokens x fp8 / nvfp4; nvfp4 16 heads x 1
+# token 17.6 -> 15.7 us, fp8 64 heads x 16 tokens 48.8 -> 47.0), 2 stages 0.977-1.002. So 1.
+HEADPAD_STAGES = IntOption("headpad_stages", "ATTNKIT_MQA_HEADPAD_STAGES", 1, 1, 4,
                            "software-pipeline stages of the head-padded tile loop (Triton num_stages; 1: no cp.async "
                            "staging of the record codes)")
 DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
@@ -60,7 +64,7 @@ class HeadpadPlan:
     num_splits: int
     slots_per_split: int
     num_warps: int
-    num_stages: int = 3  # Triton num_stages of the tile loop (HEADPAD_STAGES)
+    num_stages: int = 1  # Triton num_stages of the tile loop (HEADPAD_STAGES)
 
 
 # One program per SM is resident (255 registers x 256 threads, compile_check), so a launch of
