@@ -445,6 +445,34 @@ def test_headpad_stages_option(monkeypatch):
         C.headpad_plan(1, 16, 640, 132, None, "cuda", stages=0)
 
 
+def test_headpad_block_n_option(monkeypatch):
+    """headpad_block_n: 16 / 32 / 64 slots per head-padded tile (default 32), splits in units of it; anything else
+    refused by name."""
+    import attnkit.mqa_decode.config as C
+    monkeypatch.delenv("ATTNKIT_MQA_HEADPAD_BLOCK_N", raising=False)
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda").block_n == 32
+    p = C.headpad_plan(1, 16, 640, 132, None, "cuda", block_n=16)
+    assert p.block_n == 16 and p.slots_per_split % 16 == 0 and p.num_splits * p.slots_per_split >= 640
+    monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_BLOCK_N", "64")
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda").block_n == 64
+    for bad in ("48", "8", "32.0"):
+        monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_BLOCK_N", bad)
+        with pytest.raises(ValueError, match="headpad_block_n"):
+            C.headpad_plan(1, 16, 640, 132, None, "cuda")
+
+
+@pytest.mark.parametrize("bn", [16, 64])
+def test_headpad_block_n_matches_the_oracle(device, bn):
+    """Another tile size covers the same slots: the fp64 oracle by the compare rule (interpreter on a CPU)."""
+    case = "mqa_decode-small-t2-h32-nvfp4"
+    inp = make_inputs(shapes.get(case), device, 15)
+    out, lse = mqa_headpad_call(inp, kernel="headpad", headpad_block_n=bn)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(out, ref, base, lse=lse, lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
                                   "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h64-t4-fp8"])

@@ -22,6 +22,11 @@ HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 512, 128, 512
 HEADPAD_STAGES = IntOption("headpad_stages", "ATTNKIT_MQA_HEADPAD_STAGES", 1, 1, 4,
                            "software-pipeline stages of the head-padded tile loop (Triton num_stages; 1: no cp.async "
                            "staging of the record codes)")
+# The head-padded kernel's slots per tile (the MMA's N of the score product, K of the value product): 32 since the
+# first kernel, its registers full at 8 warps (255, 872 / 256 bytes of spill for fp8 / nvfp4 at 512 output dims; at
+# 16 slots 792 / 160, at 256 dims 672 / 56; compile_check).
+HEADPAD_BLOCK_N = IntOption("headpad_block_n", "ATTNKIT_MQA_HEADPAD_BLOCK_N", 32, 16, 64,
+                            "slots per head-padded tile (16, 32 or 64)")
 DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
                         "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
@@ -105,8 +110,10 @@ def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_spli
 
 
 def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
-                 out_dc: int | None = None, stages: int | None = None) -> HeadpadPlan:
-    block_n = 32
+                 out_dc: int | None = None, stages: int | None = None, block_n: int | None = None) -> HeadpadPlan:
+    block_n = HEADPAD_BLOCK_N.resolve(block_n)
+    if block_n not in (16, 32, 64):
+        raise ValueError(f"headpad_block_n: must be 16, 32 or 64, got {block_n}")
     stages = HEADPAD_STAGES.resolve(stages)
     out_dc = HEADPAD_OUT_DC.resolve(out_dc)
     if out_dc not in (128, 256, 512):

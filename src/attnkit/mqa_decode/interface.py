@@ -82,7 +82,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
-                         merge_dc=None, headpad_stages=None,
+                         merge_dc=None, headpad_stages=None, headpad_block_n=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
@@ -112,7 +112,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
     headpad_stages: software-pipeline stages of the head-padded tile loop (Triton num_stages, 1 to 4; default
     ``ATTNKIT_MQA_HEADPAD_STAGES`` or 1: the record codes loaded into registers, 3-11 % faster than Triton's
-    default 3 in the mqa-headpad-stages sweep).
+    default 3 in the mqa-headpad-stages sweep). headpad_block_n: slots per head-padded tile, 16 / 32 / 64 (default
+    ``ATTNKIT_MQA_HEADPAD_BLOCK_N`` or 32).
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
     ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 128 merged rows
     (tokens x heads), else 512).
@@ -211,7 +212,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format)
     else:
-        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages)
+        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n)
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
     if workspace is None:
@@ -353,7 +354,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
-                      headpad_stages=None) -> set:
+                      headpad_stages=None, headpad_block_n=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -374,6 +375,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              cs, torch.zeros(num_heads, device=device), num_heads, 0.05, comp_format, kernel=kernel,
                              validate=False, swapab_per_format=swapab_per_format, gluon=gluon,
                              gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl,
-                             pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages)
+                             pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages,
+                             headpad_block_n=headpad_block_n)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys
