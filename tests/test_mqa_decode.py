@@ -445,6 +445,28 @@ def test_headpad_stages_option(monkeypatch):
         C.headpad_plan(1, 16, 640, 132, None, "cuda", stages=0)
 
 
+def test_headpad_out_dc_rule(monkeypatch):
+    """A pure function (the mqa-headpad-tile sweep): 256 output dims per head-padded program at one token, and at two
+    for fp8; 512 otherwise; out_dc and ATTNKIT_MQA_HEADPAD_OUT_DC override it; the workspace follows the rule."""
+    import attnkit.mqa_decode.config as C
+    from attnkit.mqa_decode.interface import mqa_decode_workspace
+    monkeypatch.delenv("ATTNKIT_MQA_HEADPAD_OUT_DC", raising=False)
+    assert [C.headpad_out_dc_rule(T, "fp8") for T in (1, 2, 3, 4, 16)] == [256, 256, 512, 512, 512]
+    assert [C.headpad_out_dc_rule(T, "nvfp4") for T in (1, 2, 4)] == [256, 512, 512]
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda", comp_format="nvfp4").out_dc == 256
+    assert C.headpad_plan(2, 16, 640, 132, None, "cuda", comp_format="nvfp4").out_dc == 512
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda", out_dc=512).out_dc == 512
+    monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_OUT_DC", "128")
+    assert C.headpad_plan(1, 16, 640, 132, None, "cuda").out_dc == 128
+    monkeypatch.delenv("ATTNKIT_MQA_HEADPAD_OUT_DC")
+    for fmt in ("fp8", "nvfp4"):
+        for T in (1, 2, 3):
+            p = C.headpad_plan(T, 64, 640, 132, None, "cuda", comp_format=fmt)
+            ws = mqa_decode_workspace(T, 64, "cpu", kernel="headpad", comp_format=fmt)
+            sr = p.num_splits * T * 64
+            assert ws.numel() >= -(-2 * sr // 4) * 4 + sr * 512 + T
+
+
 def test_headpad_block_n_option(monkeypatch):
     """headpad_block_n: 16 / 32 / 64 slots per head-padded tile (default 32), splits in units of it; anything else
     refused by name."""

@@ -895,6 +895,17 @@ SWEEPS["mqa-headpad-stages"] = Sweep(
      ("stages1", dict(kernel="headpad", headpad_stages=1)),
      ("stages2", dict(kernel="headpad", headpad_stages=2))))
 
+SWEEPS["mqa-headpad-tile"] = Sweep(
+    "mqa_decode", "the head-padded kernel's tile at one pipeline stage: 16 slots per tile, 256 output dims per "
+    "program, and both, against the rule (32 slots, 512 dims), attention with its merge, 16 / 32 / 64 heads x 1-16 "
+    "tokens x fp8 / nvfp4",
+    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32, 64) for t in (1, 2, 4, 8, 16)),
+    (("rule", dict(kernel="headpad")),
+     ("bn16", dict(kernel="headpad", headpad_block_n=16)),
+     ("dc256", dict(kernel="headpad", out_dc=256)),
+     ("bn16-dc256", dict(kernel="headpad", headpad_block_n=16, out_dc=256)),
+     ("bn64-dc256", dict(kernel="headpad", headpad_block_n=64, out_dc=256))))
+
 SWEEPS["pdl-sparse_int8"] = Sweep(
     "sparse_int8", "programmatic dependent launch (pdl): the split-K kernel and its merge (and the direct kernel) "
     "each launched as a dependent of the kernel before it, against plain launches; decode rows 1-8 and prefill 128",

@@ -10,8 +10,20 @@ from ..options import IntOption, Switch
 # 512: on the H200 (benchmarks/sweeps/mqa-headpad-dc{128,512}-h200-421a469.json against the 256 of the same
 # commit's bench) 16 heads x 1 / 16 tokens fp8, 32 x 16 nvfp4, 64 x 64 fp8: 20.7 / 81.4 / 84.6 / 248.7 us at
 # 128, 24.0 / 53.0 / 56.3 / 163.8 at 512; 256 lay between (23 / 58 / 60 / 168)
-HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", 512, 128, 512,
-                           "output dims per head-padded program (128, 256 or 512)")
+# At one pipeline stage (HEADPAD_STAGES) the balance moved at 1-2 tokens: sweep mqa-headpad-tile at c9f9de3
+# (benchmarks/sweeps/h200-c9f9de3/sweep-mqa-headpad-tile.json, 5 rounds, attention with its merge, 256 ÷ 512 dims):
+# 1 token 0.853-0.876 (fp8, 16 / 32 / 64 heads) and 0.937-0.956 (nvfp4); 2 tokens 0.871-0.939 (fp8) and 0.969 /
+# 1.043 / 0.970 (nvfp4, 16 / 32 / 64 heads); from 4 tokens 0.996-1.435 (slower on 17 of 18). 16 slots per tile were
+# slower everywhere (1.055-1.281), 64 with 256 dims too (1.003-1.514). So 256 at one token, and at two for fp8.
+HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", None, 128, 512,
+                           "output dims per head-padded program (128, 256 or 512); default: the rule "
+                           "(config.headpad_out_dc_rule: 256 at one token and at two for fp8, else 512)")
+
+
+def headpad_out_dc_rule(T: int, comp_format: str = "fp8") -> int:
+    """Output dims per head-padded program by default (HEADPAD_OUT_DC's sweep): 256 at one token, and at two tokens
+    for fp8 compressed records; 512 otherwise."""
+    return 256 if T == 1 or (T == 2 and comp_format == "fp8") else 512
 # The head-padded tile loop's software pipelining (Triton's num_stages for the kernel). Triton's default, 3, stages
 # each tile's record codes in shared memory by cp.async, in a layout whose copies and reads Nsight Compute showed up
 # to 16-way bank-conflicted (benchmarks/experiments/ncu-h200-63a3f30/); 1 loads them into registers instead (no
@@ -110,12 +122,15 @@ def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_spli
 
 
 def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
-                 out_dc: int | None = None, stages: int | None = None, block_n: int | None = None) -> HeadpadPlan:
+                 out_dc: int | None = None, stages: int | None = None, block_n: int | None = None,
+                 comp_format: str = "fp8") -> HeadpadPlan:
     block_n = HEADPAD_BLOCK_N.resolve(block_n)
     if block_n not in (16, 32, 64):
         raise ValueError(f"headpad_block_n: must be 16, 32 or 64, got {block_n}")
     stages = HEADPAD_STAGES.resolve(stages)
     out_dc = HEADPAD_OUT_DC.resolve(out_dc)
+    if out_dc is None:
+        out_dc = headpad_out_dc_rule(T, comp_format)
     if out_dc not in (128, 256, 512):
         raise ValueError(f"out_dc: must be 128, 256 or 512, got {out_dc}")
     tiles = max(1, -(-n_slots // block_n))

@@ -109,7 +109,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
     formats. num_splits: slot-list splits per token (default: the split rule);
-    out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or 512).
+    out_dc: output dims per head-padded program (default ``ATTNKIT_MQA_HEADPAD_OUT_DC`` or the rule
+    ``config.headpad_out_dc_rule``: 256 at one token and at two for fp8, else 512).
     headpad_stages: software-pipeline stages of the head-padded tile loop (Triton num_stages, 1 to 4; default
     ``ATTNKIT_MQA_HEADPAD_STAGES`` or 1: the record codes loaded into registers, 3-11 % faster than Triton's
     default 3 in the mqa-headpad-stages sweep). headpad_block_n: slots per head-padded tile, 16 / 32 / 64 (default
@@ -212,7 +213,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format)
     else:
-        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n)
+        plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
+                            comp_format)
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
     if workspace is None:
@@ -344,7 +346,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
             plan = swapab_plan(T, num_heads, window + topk, sm, None, dev.type, gluon=use_gluon,
                                gluon_warps=gluon_warps, gluon_async=gluon_async, gluon_half=gluon_half)
         else:
-            plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type)
+            plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type, comp_format=comp_format)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
     # + the fused merge's arrival counters (one per token, zero between calls)
