@@ -164,7 +164,9 @@ SWAPAB_PER_FORMAT = Switch("swapab_per_format", "ATTNKIT_MQA_SWAPAB_PER_FORMAT",
 # to 1.88 (T = 1: 1.005, p20-p80 1.000-1.007; T = 2: 1.010; T = 4: 1.019). It wins at every measured T for both
 # head counts and both formats: the cutoff is the largest T measured. With the query's 16-byte stores (6991d6b,
 # benchmarks/results/mqa_decode-h200-2026-11-30-6991d6b.json) the smallest ratio is 1.60 (32 heads, 4 tokens,
-# nvfp4).
+# nvfp4). Against the head-padded kernel as tuned since (one pipeline stage, 256 output dims at 1-2 tokens): 1.65
+# (32 heads, 2 tokens, nvfp4) at 1-16 tokens (benchmarks/results/mqa_decode-h200-2026-12-02-58f7287-headpad-dc.json)
+# and 2.04-3.73 at 32 and 64 tokens (mqa_decode-h200-2026-12-02-700beaa-t32-64.json): still every measured T.
 SWAPAB_T_CUTOFF_GLUON: int | None = 64
 
 
