@@ -32,6 +32,12 @@ _SP_CASES = ("sparse_int8-model-decode-r1-c32k", "sparse_int8-model-decode-r8-c3
 _SP_DEC_CASES = _SP_CASES[:2] + ("sparse_int8-model-decode-r2-c32k", "sparse_int8-model-decode-r4-c32k")
 _FH = dict(fast_interior=True, heavy_first=True)
 
+
+def _mqa_steps(heads, tokens) -> tuple:
+    """The mqa_decode step cases for these head counts and token counts, fp8 first, then nvfp4."""
+    return tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in heads for t in tokens)
+
+
 SWEEPS: dict[str, Sweep] = {
     "relbias-fwd": Sweep("relbias", "forward kernel: tile, warps, stages, interior tiles, launch order", _RB_FWD_CASES, (
         ("rule", {}),
@@ -367,7 +373,7 @@ SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
 SWEEPS["mqa-gluon"] = Sweep(
     "mqa_decode", "swap-AB in Gluon (64-slot tiles, one warpgroup, each value decoded once) against the Triton "
     "swap-AB and head-padded kernels; the Gluon kernel with and without the next tile's slot ids prefetched",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16, 32, 64)),
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32, 64)),
     (("headpad", dict(kernel="headpad")),
      ("triton", dict(kernel="swapab", gluon=False)),
      ("gluon-w4", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_fused=False)),
@@ -400,7 +406,7 @@ SWEEPS["mqa-gluon-fused-t"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's merge fused into each token's last program (gluon_fused) against the "
     "merge launched apart, from 16 tokens up (at 64 tokens the fused merge was faster in the ad3ed49 sweep, "
     "slower at 1-16)",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (16, 32, 64)),
+    _mqa_steps((16, 32), (16, 32, 64)),
     (("rule", dict(kernel="swapab", gluon=True)),
      ("fused", dict(kernel="swapab", gluon=True, gluon_fused=True)),
      ("step-rule", dict(kernel="swapab", gluon=True, step=True)),
@@ -409,7 +415,7 @@ SWEEPS["mqa-gluon-fused-t"] = Sweep(
 SWEEPS["mqa-gluon-fused-splits"] = Sweep(
     "mqa_decode", "8 and 16 tokens: fewer splits per token with the merge fused (each program walks more 64-slot "
     "tiles, the last one merges few partials, one launch) against the rule (10 / 5 splits, the merge launched apart)",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (8, 16)),
+    _mqa_steps((16, 32), (8, 16)),
     (("rule", dict(kernel="swapab", gluon=True)),
      ("s2-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=2)),
      ("s3-fused", dict(kernel="swapab", gluon=True, gluon_fused=True, num_splits=3)),
@@ -420,7 +426,7 @@ SWEEPS["mqa-gluon-splits-small"] = Sweep(
     "mqa_decode", "1-4 tokens: fewer splits per token (each program walks 2-5 of the 10 64-slot tiles, fewer partials "
     "to merge), the merge launched apart or fused, against the rule (10 splits of one tile); head-padded for the "
     "ratio the targets name",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4)),
+    _mqa_steps((16, 32), (1, 2, 4)),
     (("headpad", dict(kernel="headpad")),
      ("rule", dict(kernel="swapab", gluon=True)),
      ("s5", dict(kernel="swapab", gluon=True, num_splits=5)),
@@ -431,7 +437,7 @@ SWEEPS["mqa-gluon-splits-small"] = Sweep(
 SWEEPS["mqa-gluon-early"] = Sweep(
     "mqa_decode", "1-16 tokens: the Gluon swap-AB kernel with the first tiles' slot ids loaded before the query "
     "(gluon_early: the two loads' latencies overlap) against the rule; head-padded for the ratio the targets name",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
     (("headpad", dict(kernel="headpad")),
      ("rule", dict(kernel="swapab", gluon=True)),
      ("early", dict(kernel="swapab", gluon=True, gluon_early=True))))
@@ -439,7 +445,7 @@ SWEEPS["mqa-gluon-early"] = Sweep(
 SWEEPS["mqa-merge-dc"] = Sweep(
     "mqa_decode", "the finishing merge in programs of merge_dc output dims (512: one program per token and head, "
     "the merge as measured before the option) for both kernels, attention with its merge",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 4, 16)),
+    _mqa_steps((16, 32), (1, 4, 16)),
     (("swapab-dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
      ("swapab-dc256", dict(kernel="swapab", gluon=True, merge_dc=256)),
      ("swapab-dc128", dict(kernel="swapab", gluon=True, merge_dc=128)),
@@ -450,7 +456,7 @@ SWEEPS["mqa-merge-dc"] = Sweep(
 SWEEPS["mqa-gluon-half"] = Sweep(
     "mqa_decode", "1-16 tokens: the Gluon swap-AB kernel with half tiles (gluon_half: 32 live slots per 64-row MMA "
     "tile, twice the programs, each shorter) against the rule; head-padded for the ratio the targets name",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
     (("headpad", dict(kernel="headpad")),
      ("rule", dict(kernel="swapab", gluon=True)),
      ("half", dict(kernel="swapab", gluon=True, gluon_half=True))))
@@ -458,7 +464,7 @@ SWEEPS["mqa-gluon-half"] = Sweep(
 SWEEPS["mqa-pdl-early"] = Sweep(
     "mqa_decode", "whole steps (record insert, attention, merge) with pdl_early_inputs (the attention kernel prepares "
     "the query before it waits for the writer) against the rule, for both kernels (head-padded also with pdl on)",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
     (("headpad-step", dict(step=True, kernel="headpad")),
      ("headpad-step-pdl", dict(step=True, kernel="headpad", pdl=True)),
      ("headpad-step-pdl-early", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True)),
@@ -469,7 +475,7 @@ SWEEPS["mqa-headpad-pdl"] = Sweep(
     "mqa_decode", "attention alone (each call's kernels after the previous call's merge): the head-padded kernel with "
     "pdl and pdl_early_inputs against its rule (pdl off), beside swap-AB's rule (pdl on) and swap-AB with "
     "pdl_early_inputs: is the attention-only ratio a like-for-like comparison",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
     (("headpad", dict(kernel="headpad")),
      ("headpad-pdl", dict(kernel="headpad", pdl=True)),
      ("headpad-pdl-early", dict(kernel="headpad", pdl=True, pdl_early_inputs=True)),
@@ -488,7 +494,7 @@ SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
 SWEEPS["mqa-merge-dc-2"] = Sweep(
     "mqa_decode", "the swap-AB kernel's merge at 256 against 512 output dims per program at the token counts the "
     "mqa-merge-dc grid did not time (2 and 8 tokens), attention with its merge",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (2, 8)),
+    _mqa_steps((16, 32), (2, 8)),
     (("swapab-dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
      ("swapab-dc256", dict(kernel="swapab", gluon=True, merge_dc=256))))
 
@@ -880,7 +886,7 @@ SWEEPS["mqa-gluon-banks"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel with each warp's record loads over 8 slots x 4 blocks (gluon_banks: the "
     "decoded tile's 16-byte stores without the 2-way bank conflicts Nsight Compute found) against the rule, "
     "attention with its merge, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
     (("headpad", dict(kernel="headpad")),
      ("rule", dict(kernel="swapab", gluon=True)),
      ("banks", dict(kernel="swapab", gluon=True, gluon_banks=True))))
@@ -890,7 +896,7 @@ SWEEPS["mqa-headpad-stages"] = Sweep(
     "record codes loaded into registers, not staged in shared memory by cp.async, whose copies Nsight Compute showed "
     "up to 16-way bank-conflicted) against Triton's default 3, attention with its merge, 16 / 32 / 64 heads x 1-16 "
     "tokens x fp8 / nvfp4",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32, 64) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32, 64), (1, 2, 4, 8, 16)),
     (("rule", dict(kernel="headpad")),
      ("stages1", dict(kernel="headpad", headpad_stages=1)),
      ("stages2", dict(kernel="headpad", headpad_stages=2))))
@@ -899,7 +905,7 @@ SWEEPS["mqa-headpad-tile"] = Sweep(
     "mqa_decode", "the head-padded kernel's tile at one pipeline stage: 16 slots per tile, 256 output dims per "
     "program, and both, against the rule (32 slots, 512 dims), attention with its merge, 16 / 32 / 64 heads x 1-16 "
     "tokens x fp8 / nvfp4",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32, 64) for t in (1, 2, 4, 8, 16)),
+    _mqa_steps((16, 32, 64), (1, 2, 4, 8, 16)),
     (("rule", dict(kernel="headpad")),
      ("bn16", dict(kernel="headpad", headpad_block_n=16)),
      ("dc256", dict(kernel="headpad", out_dc=256)),
@@ -920,7 +926,7 @@ SWEEPS["pdl-relbias"] = Sweep(
 SWEEPS["pdl-mqa"] = Sweep(
     "mqa_decode", "programmatic dependent launch (pdl) over a whole step (record insert, attention, merge: each "
     "kernel a dependent of the one before), against plain launches, for both kernels",
-    tuple(f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32) for t in (1, 2, 4, 16, 64)),
+    _mqa_steps((16, 32), (1, 2, 4, 16, 64)),
     (("headpad-step", dict(step=True, kernel="headpad")),
      ("headpad-step-pdl", dict(step=True, kernel="headpad", pdl=True)),
      ("swapab-step", dict(step=True, kernel="swapab")),

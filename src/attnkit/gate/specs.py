@@ -263,14 +263,16 @@ for _name, _kw, _what in (
          "keys on the MMA's M side, the packed rows on N; code tiles by TMA over contiguous caches, cp.async over "
          "paged ones; keys converted in registers into the score product's operand, values once into shared memory; "
          "the bias copied a ring ahead; products in fp16; 128-key tiles at 8 rows, as dispatched by "
-         "gluon_decode_rule; the value codes read 8 per thread and the bias tile swizzled, gluon_decode_banks) + the merge, on every fp8 relbias shape at D 64 / 128 with at most 32 query tokens"),
+         "gluon_decode_rule; the value codes read 8 per thread and the bias tile swizzled, gluon_decode_banks) + the "
+         "merge, on every fp8 relbias shape at D 64 / 128 with at most 32 query tokens"),
         ("relbias/gluon_decode_cvt0", dict(gluon_decode_cvt=0), "kernel: the Gluon fp8 decode kernel with bf16 "
          "products, the codes converted by the direct cast (gluon_decode_cvt=0), on the same shapes"),
         ("relbias/gluon_decode_cvt2", dict(gluon_decode_cvt=2, block_n=64), "kernel: the Gluon fp8 decode kernel "
          "with bf16 products, the codes converted from their bits (gluon_decode_cvt=2), over 64-key tiles, on the "
          "same shapes"),
         ("relbias/gluon_decode_plain", dict(gluon_decode_cvt=1, gluon_decode_kreg=False, gluon_decode_bias_async=False,
-                                            gluon_decode_tma=False, gluon_decode_banks=False), "kernel: the Gluon fp8 decode kernel without "
+                                            gluon_decode_tma=False, gluon_decode_banks=False),
+         "kernel: the Gluon fp8 decode kernel without "
          "its options: codes by cp.async, the key tile converted into shared memory, the bias loaded into registers, "
          "bf16 products through fp16 conversions, on the same shapes"),
         ("relbias/gluon_decode_kreg_bn64", dict(gluon_decode_kreg=True, block_n=64, num_stages=4), "kernel: the "
@@ -478,53 +480,30 @@ register(Gate(
     perturbations=_MQA_PERTURBATIONS,
 ))
 
-register(Gate(
-    name="mqa_decode/gluon_swapab_fused",
-    family="mqa_decode",
-    groups=tuple(shapes.groups("mqa_decode")),
-    applies=lambda c: c["H"] in (16, 32),
-    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_fused=True),
-    what="kernel: the Gluon swap-AB decode with each token's splits merged by its last program (gluon_fused; the "
-         "rule where a token has at most two splits), sink and RoPE undone there, on every 16 / 32-head shape",
-    needs="sm90",
-    perturbations=_MQA_PERTURBATIONS,
-))
-
-register(Gate(
-    name="mqa_decode/gluon_swapab_early",
-    family="mqa_decode",
-    groups=tuple(shapes.groups("mqa_decode")),
-    applies=lambda c: c["H"] in (16, 32),
-    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_early=True),
-    what="kernel: the Gluon swap-AB decode with the first tiles' slot ids loaded before the query (gluon_early) + the "
-         "finishing merge as dispatched, on every 16 / 32-head shape",
-    needs="sm90",
-    perturbations=_MQA_PERTURBATIONS,
-))
-
-register(Gate(
-    name="mqa_decode/gluon_swapab_half",
-    family="mqa_decode",
-    groups=tuple(shapes.groups("mqa_decode")),
-    applies=lambda c: c["H"] in (16, 32),
-    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_half=True),
-    what="kernel: the Gluon swap-AB decode with half tiles (gluon_half: 32 live slots in the 64-row MMA tile, the "
-         "other rows zero; forced on every 16 / 32-head shape) + the finishing merge",
-    needs="sm90",
-    perturbations=_MQA_PERTURBATIONS,
-))
-
-register(Gate(
-    name="mqa_decode/gluon_swapab_banks",
-    family="mqa_decode",
-    groups=tuple(shapes.groups("mqa_decode")),
-    applies=lambda c: c["H"] in (16, 32),
-    subject=lambda inp, perturb=None: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, gluon_banks=True),
-    what="kernel: the Gluon swap-AB decode with each warp's record loads over 8 slots x 4 blocks (gluon_banks; "
-         "forced on every 16 / 32-head shape) + the finishing merge",
-    needs="sm90",
-    perturbations=_MQA_PERTURBATIONS,
-))
+# the Gluon swap-AB kernel with one option forced on every 16 / 32-head shape
+for _name, _kw, _what in (
+        ("mqa_decode/gluon_swapab_fused", dict(gluon_fused=True),
+         "kernel: the Gluon swap-AB decode with each token's splits merged by its last program (gluon_fused; the "
+         "rule where a token has at most two splits), sink and RoPE undone there, on every 16 / 32-head shape"),
+        ("mqa_decode/gluon_swapab_early", dict(gluon_early=True),
+         "kernel: the Gluon swap-AB decode with the first tiles' slot ids loaded before the query (gluon_early) + the "
+         "finishing merge as dispatched, on every 16 / 32-head shape"),
+        ("mqa_decode/gluon_swapab_half", dict(gluon_half=True),
+         "kernel: the Gluon swap-AB decode with half tiles (gluon_half: 32 live slots in the 64-row MMA tile, the "
+         "other rows zero; forced on every 16 / 32-head shape) + the finishing merge"),
+        ("mqa_decode/gluon_swapab_banks", dict(gluon_banks=True),
+         "kernel: the Gluon swap-AB decode with each warp's record loads over 8 slots x 4 blocks (gluon_banks; "
+         "forced on every 16 / 32-head shape) + the finishing merge")):
+    register(Gate(
+        name=_name,
+        family="mqa_decode",
+        groups=tuple(shapes.groups("mqa_decode")),
+        applies=lambda c: c["H"] in (16, 32),
+        subject=lambda inp, perturb=None, _kw=_kw: mqa_headpad_call(inp, perturb, kernel="swapab", gluon=True, **_kw),
+        what=_what,
+        needs="sm90",
+        perturbations=_MQA_PERTURBATIONS,
+    ))
 
 register(Gate(
     name="mqa_decode/gluon_swapab_e2m1_fp16",

@@ -24,6 +24,8 @@ def headpad_out_dc_rule(T: int, comp_format: str = "fp8") -> int:
     """Output dims per head-padded program by default (HEADPAD_OUT_DC's sweep): 256 at one token, and at two tokens
     for fp8 compressed records; 512 otherwise."""
     return 256 if T == 1 or (T == 2 and comp_format == "fp8") else 512
+
+
 # The head-padded tile loop's software pipelining (Triton's num_stages for the kernel). Triton's default, 3, stages
 # each tile's record codes in shared memory by cp.async, in a layout whose copies and reads Nsight Compute showed up
 # to 16-way bank-conflicted (benchmarks/experiments/ncu-h200-63a3f30/); 1 loads them into registers instead (no

@@ -71,7 +71,8 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
-            getattr(plan, "out_dc", 512), plan.num_warps, fmt) + ((plan.num_stages,) if hasattr(plan, "num_stages") else ())
+            getattr(plan, "out_dc", 512), plan.num_warps, fmt) + (
+        (plan.num_stages,) if hasattr(plan, "num_stages") else ())  # the head-padded kernel's pipeline stages
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
