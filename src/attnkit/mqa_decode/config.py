@@ -11,10 +11,10 @@ from ..options import IntOption, Switch
 # commit's bench) 16 heads x 1 / 16 tokens fp8, 32 x 16 nvfp4, 64 x 64 fp8: 20.7 / 81.4 / 84.6 / 248.7 us at
 # 128, 24.0 / 53.0 / 56.3 / 163.8 at 512; 256 lay between (23 / 58 / 60 / 168)
 # At one pipeline stage (HEADPAD_STAGES) the balance moved at 1-2 tokens: sweep mqa-headpad-tile at c9f9de3
-# (benchmarks/sweeps/h200-c9f9de3/sweep-mqa-headpad-tile.json, 5 rounds, attention with its merge, 256 ÷ 512 dims):
-# 1 token 0.853-0.876 (fp8, 16 / 32 / 64 heads) and 0.937-0.956 (nvfp4); 2 tokens 0.871-0.939 (fp8) and 0.969 /
-# 1.043 / 0.970 (nvfp4, 16 / 32 / 64 heads); from 4 tokens 0.996-1.435 (slower on 17 of 18). 16 slots per tile were
-# slower everywhere (1.055-1.281), 64 with 256 dims too (1.003-1.514). So 256 at one token, and at two for fp8.
+# (benchmarks/sweeps/h200-c9f9de3/sweep-mqa-headpad-tile.json, 5 rounds, attention with its merge, paired 256 ÷ 512
+# dims): 1 token 0.855-0.873 (fp8, 16 / 32 / 64 heads) and 0.947-0.954 (nvfp4); 2 tokens 0.871-0.935 (fp8) and
+# 0.982 / 1.051 / 0.969 (nvfp4, 16 / 32 / 64 heads); from 4 tokens 0.994-1.435 (slower on 16 of 18, 0.994 on two).
+# 16 slots per tile were slower everywhere (1.056-1.281), 64 with 256 dims too (1.003-1.514). So 256 at one token, and at two for fp8.
 HEADPAD_OUT_DC = IntOption("out_dc", "ATTNKIT_MQA_HEADPAD_OUT_DC", None, 128, 512,
                            "output dims per head-padded program (128, 256 or 512); default: the rule "
                            "(config.headpad_out_dc_rule: 256 at one token and at two for fp8, else 512)")
@@ -31,8 +31,8 @@ def headpad_out_dc_rule(T: int, comp_format: str = "fp8") -> int:
 # to 16-way bank-conflicted (benchmarks/experiments/ncu-h200-63a3f30/); 1 loads them into registers instead (no
 # LDGSTS in the sm_90 SASS; 255 registers either way). Sweep mqa-headpad-stages at 358355d
 # (benchmarks/sweeps/h200-358355d/sweep-mqa-headpad-stages.json, 5 rounds, attention with its merge, paired ÷ 3
-# stages): 1 stage 0.892-0.966 on all 30 cases (16 / 32 / 64 heads x 1-16 tokens x fp8 / nvfp4; nvfp4 16 heads x 1
-# token 17.6 -> 15.7 us, fp8 64 heads x 16 tokens 48.8 -> 47.0), 2 stages 0.977-1.002. So 1.
+# stages): 1 stage 0.892-0.965 on all 30 cases (16 / 32 / 64 heads x 1-16 tokens x fp8 / nvfp4; nvfp4 16 heads x 1
+# token 17.6 -> 15.7 us, fp8 64 heads x 16 tokens 48.8 -> 47.0), 2 stages 0.975-1.001. So 1.
 HEADPAD_STAGES = IntOption("headpad_stages", "ATTNKIT_MQA_HEADPAD_STAGES", 1, 1, 4,
                            "software-pipeline stages of the head-padded tile loop (Triton num_stages; 1: no cp.async "
                            "staging of the record codes)")
