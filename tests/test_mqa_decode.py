@@ -510,6 +510,42 @@ def test_headpad_stages_give_the_same_bits(case):
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), st
 
 
+def test_gluon_maxnreg_plan(monkeypatch):
+    """gluon_maxnreg: registers capped at 128 or fewer let two 8-warp Gluon programs share an SM, and the split rule
+    counts them (16 tokens: 10 splits of one tile instead of 5 of two); above 128, at 4 warps or with the cp.async
+    buffers the plan is the rule's. The keyword beats ATTNKIT_MQA_GLUON_MAXNREG; bad values are refused by name; the
+    launch key and the workspace follow it."""
+    import attnkit.mqa_decode.config as C
+    from attnkit.mqa_decode.interface import _key, mqa_decode_workspace
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_MAXNREG", raising=False)
+    plan = lambda T, **kw: C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, **kw)  # noqa: E731
+    rule16, capped16 = plan(16), plan(16, gluon_maxnreg=128)
+    assert (rule16.num_splits, rule16.slots_per_split, rule16.maxnreg) == (5, 128, None)
+    assert (capped16.num_splits, capped16.slots_per_split, capped16.maxnreg) == (10, 64, 128)
+    assert (plan(32, gluon_maxnreg=128).num_splits, plan(32).num_splits) == (5, 4)
+    assert plan(4, gluon_maxnreg=128).num_splits == plan(4).num_splits == 10  # one wave either way
+    assert plan(16, gluon_maxnreg=168).num_splits == 5  # three programs' registers do not fit two
+    assert plan(16, gluon_maxnreg=128, gluon_async=True).num_splits == 5  # nor their shared memory with the copies
+    assert plan(16, gluon_maxnreg=128, gluon_warps=4).num_splits == plan(16, gluon_warps=4).num_splits
+    assert C.gluon_resident(8, False, 128) == 2 and C.gluon_resident(8, False, None) == 1
+    assert _key("swapab", 16, capped16, "fp8")[0].endswith("_maxnreg128")
+    assert "maxnreg" not in _key("swapab", 16, rule16, "fp8")[0]
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_MAXNREG", "128")
+    assert plan(16).maxnreg == 128 and plan(16, gluon_maxnreg=200).maxnreg == 200
+    ws = mqa_decode_workspace(16, 16, "cpu", kernel="swapab", gluon=True)
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_MAXNREG")
+    assert ws.numel() > mqa_decode_workspace(16, 16, "cpu", kernel="swapab", gluon=True).numel()
+    assert ws.numel() == mqa_decode_workspace(16, 16, "cpu", kernel="swapab", gluon=True, gluon_maxnreg=128).numel()
+    for bad in ("0x80", "128.0", " 128", "+128", "63", "256"):
+        monkeypatch.setenv("ATTNKIT_MQA_GLUON_MAXNREG", bad)
+        with pytest.raises(ValueError, match="gluon_maxnreg"):
+            plan(16)
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_MAXNREG")
+    for bad in (True, 12.0, 300):
+        with pytest.raises(ValueError, match="gluon_maxnreg"):
+            plan(16, gluon_maxnreg=bad)
+
+
 def test_gluon_half_tile_plan(monkeypatch):
     """gluon_half: 32 live slots per tile, so splits in units of 32 slots (twice the programs at 1-4 tokens); refused
     with gluon_async; the rule (off until GLUON_HALF_BY_RULE) only where one half tile per program fits one wave;
@@ -642,6 +678,31 @@ def test_gluon_banks_gives_the_same_bits(case):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_banks"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_banks=True, gluon_async=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t16-fp8"])
+def test_gluon_maxnreg_gives_the_same_bits(case):
+    """Registers capped (gluon_maxnreg) change where values live, not what is computed: at the rule's split count the
+    same bits; with the split rule counting two programs per SM (more splits at 16 tokens) within a bf16 rounding of
+    the rule, repeatable to the bit, and right by the oracle's compare rule."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode.config import swapab_plan
+    inp = make_inputs(shapes.get(case), "cuda", 13)
+    T, H = inp["q"].shape[0], inp["num_heads"]
+    S = swapab_plan(T, H, inp["swa_idx"].shape[1] + inp["comp_idx"].shape[1],
+                    torch.cuda.get_device_properties(0).multi_processor_count, None, "cuda", gluon=True).num_splits
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, num_splits=S)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, num_splits=S, gluon_maxnreg=128)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    c = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_maxnreg=128) for _ in range(2)]
+    assert torch.equal(c[0][0], c[1][0]) and torch.equal(c[0][1], c[1][1])
+    assert (c[0][0].float() - a[0].float()).abs().max() <= 2 * a[0].float().abs().max() * 2 ** -8
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    r = compare(c[0][0], ref, base, lse=c[0][1], lse_ref=ref_lse, lse_base=base_lse)
+    assert r.ok, r.reason
 
 
 @pytest.mark.cuda

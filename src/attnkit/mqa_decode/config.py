@@ -197,6 +197,7 @@ class SwapabPlan:
     gluon_early: bool = False  # Gluon: the first tiles' slot ids loaded before the query (gluon_early)
     live: int = 64  # Gluon: slots per tile (64, or 32: half tiles, the MMA's other 32 rows zero; gluon_half)
     gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
+    maxnreg: int | None = None  # Gluon: registers per thread at most (gluon_maxnreg; None: the compiler's choice)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -311,6 +312,26 @@ PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", Fa
 # 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
 # 180-255 registers x 256 threads: one
 GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
+# Registers capped (ptxas maxnreg) so that two 8-warp programs fit an SM: 65536 registers / (2 x 256 threads). At
+# 128 the sm_90 cubins spill little (compile_check, 8 warps, early, the rule's banks: 16 heads fp8 186 -> 128
+# registers, 144 bytes of stack, 18 spill instructions in the compressed-list loop of 1141 (1099 uncapped); nvfp4
+# 162 -> 128, 56 bytes, 10 of 1292; 32 heads fp8 220 -> 128, 168 bytes, 24 of 1234; nvfp4 194 -> 128, 160 bytes,
+# 22 of 1426) and the shared memory (84 / 103 KB at 16 / 32 heads) holds two, but not with the cp.async buffers.
+# Then the split rule counts two resident programs per SM: at 640 slots, 16 tokens take 10 splits of one tile
+# (160 programs, one wave) instead of 5 of two.
+GLUON_TWO_PER_SM_REGS = 128
+GLUON_MAXNREG = IntOption("gluon_maxnreg", "ATTNKIT_MQA_GLUON_MAXNREG", None, 64, 255,
+                          "Gluon swap-AB kernel: registers per thread at most (ptxas maxnreg); at 128 or fewer two "
+                          "8-warp programs fit an SM and the split rule counts them (not with gluon_async); default: "
+                          "the compiler's choice")
+
+
+def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
+    """Resident Gluon programs per SM: GLUON_RESIDENT, or two 8-warp programs without the cp.async buffers where
+    the registers are capped at GLUON_TWO_PER_SM_REGS."""
+    if warps == 8 and not use_async and maxnreg is not None and maxnreg <= GLUON_TWO_PER_SM_REGS:
+        return 2
+    return GLUON_RESIDENT[(warps, use_async)]
 
 
 def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
@@ -318,7 +339,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
-                comp_format: str = "fp8") -> SwapabPlan:
+                comp_format: str = "fp8", gluon_maxnreg: int | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -327,7 +348,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if warps not in (4, 8):
             raise ValueError(f"gluon_warps: must be 4 or 8, got {warps}")
         use_async = GLUON_ASYNC.resolve(gluon_async)
-        resident = GLUON_RESIDENT[(warps, use_async)]
+        maxnreg = GLUON_MAXNREG.resolve(gluon_maxnreg)
+        resident = gluon_resident(warps, use_async, maxnreg)
         half = GLUON_HALF.resolve(gluon_half)
         if half is None:
             half = not use_async and gluon_half_rule(T, n_slots, sm_count, resident)
@@ -355,7 +377,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "with gluon_async")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
-                          gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks))
+                          gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
+                          maxnreg=maxnreg)
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")
