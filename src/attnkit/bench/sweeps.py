@@ -932,6 +932,19 @@ SWEEPS["pdl-mqa"] = Sweep(
      ("swapab-step", dict(step=True, kernel="swapab")),
      ("swapab-step-pdl", dict(step=True, kernel="swapab", pdl=True))))
 
+SWEEPS["mqa-gluon-regs"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with its registers capped at 128 (gluon_maxnreg: two 8-warp programs per "
+    "SM, so 16 tokens take 10 splits of one tile instead of 5 of two, 32 tokens 5 of two instead of 4 of three, 64 "
+    "tokens 4 of three instead of 2 of five fused) against the rule, attention with its merge and whole steps, 16 / 32 "
+    "heads x 4-64 tokens x fp8 / nvfp4 (at 4 and 8 tokens the plan is unchanged: the cap's own cost); and with half "
+    "tiles (gluon_half), whose 8-token launch of 160 programs then fits one wave",
+    _mqa_steps((16, 32), (4, 8, 16, 32, 64)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("regs128", dict(kernel="swapab", gluon=True, gluon_maxnreg=128)),
+     ("regs128-half", dict(kernel="swapab", gluon=True, gluon_maxnreg=128, gluon_half=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-regs128", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_maxnreg=128))))
+
 
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""

@@ -318,12 +318,18 @@ GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
 # 162 -> 128, 56 bytes, 10 of 1292; 32 heads fp8 220 -> 128, 168 bytes, 24 of 1234; nvfp4 194 -> 128, 160 bytes,
 # 22 of 1426) and the shared memory (84 / 103 KB at 16 / 32 heads) holds two, but not with the cp.async buffers.
 # Then the split rule counts two resident programs per SM: at 640 slots, 16 tokens take 10 splits of one tile
-# (160 programs, one wave) instead of 5 of two.
+# (160 programs, one wave) instead of 5 of two, 32 tokens 5 of two instead of 4 of three, 64 tokens 4 of three
+# instead of 2 of five (fused). Predicted: 16 tokens near the one-tile time. Measured slower (sweep mqa-gluon-regs,
+# benchmarks/sweeps/h200-a57b710/sweep-mqa-gluon-regs.json, 5 rounds, paired rule / capped, attention with its
+# merge): 0.908-0.933 at 16 tokens (16 heads fp8 15.6 -> 17.1 us), 0.870-0.956 at 32, 0.733-0.892 at 64; the cap
+# alone, where the plan is unchanged, 0.886-0.962 at 4 tokens and 0.990-1.026 at 8; whole steps the same way
+# (0.800-0.958 from 16 tokens). With half tiles besides (gluon_half, 160 programs in one wave at 8 tokens):
+# 0.711-0.790 at 8 tokens. Two programs sharing an SM take longer each than the tile they save. So off.
 GLUON_TWO_PER_SM_REGS = 128
 GLUON_MAXNREG = IntOption("gluon_maxnreg", "ATTNKIT_MQA_GLUON_MAXNREG", None, 64, 255,
                           "Gluon swap-AB kernel: registers per thread at most (ptxas maxnreg); at 128 or fewer two "
                           "8-warp programs fit an SM and the split rule counts them (not with gluon_async); default: "
-                          "the compiler's choice")
+                          "the compiler's choice (capped at 128: 4-27 % slower from 16 tokens, sweep mqa-gluon-regs)")
 
 
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
