@@ -130,12 +130,15 @@ def test_mbarrier_reuse_check_sees_a_reused_barrier():
 def test_pdl_early_inputs_wait_before_the_records_and_every_store():
     """The mqa_decode option pdl_early_inputs (PDL_EARLY): the attention kernels release the next grid at entry, load
     and prepare the query (and, in the Gluon kernel, the first slot ids) before the grid-dependency wait, and wait
-    before the first loop (where the slot tiles' records are loaded) and before any global store. The same check
+    before the first loop (where the slot tiles' records are loaded) and before any global store; likewise the
+    merge with merge_early (the sink, position and cos / sin before the wait, the partials after it). The same check
     rejects the plain PDL variant, whose wait comes before every load."""
     names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early", "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early",
              "mqa_swapab_gluon H16 nvfp40 warps8 fused1 async0", "mqa_headpad out_dc512 nvfp40",
              "mqa_headpad out_dc512 nvfp41"]
-    *orders, plain = _compiled(f"[cc.pdl_early_order(x) for x in {names!r}] + [cc.pdl_entry_order({names[0]!r})]")
+    *orders, merge, plain = _compiled(f"[cc.pdl_early_order(x) for x in {names!r}] + "
+                                      "[cc.pdl_early_order('mqa_merge', flag='EARLY'), "
+                                      f"cc.pdl_entry_order({names[0]!r})]")
 
     def rule_holds(o):
         return (None not in (o["release"], o["wait"], o["first_load"], o["first_store"], o["first_loop"])
@@ -144,6 +147,9 @@ def test_pdl_early_inputs_wait_before_the_records_and_every_store():
 
     for name, o in zip(names, orders):
         assert rule_holds(o), (name, o)
+    # the mqa_decode merge with merge_early (its EARLY): the sink, position and cos / sin loads before the wait, the
+    # wait before the loop over the splits (the partials' loads) and every store
+    assert rule_holds(merge), merge
     # the plain PDL entry: the wait comes before every global memory instruction, so no load precedes it
     assert plain["wait"] < plain["first_global"]
     assert not rule_holds(dict(plain, first_load=plain["first_global"], first_store=plain["first_global"],

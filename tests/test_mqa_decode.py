@@ -135,6 +135,29 @@ def test_warmup_compiles_both_merges(device):
     assert {k[1] for k in keys if k[0].startswith("merge")} == {256, 512}
 
 
+@pytest.mark.parametrize("case,kernel", [("mqa_decode-small-t2-h32-nvfp4", "swapab"),
+                                         ("mqa_decode-small-t1-h16-fp8", "headpad"),
+                                         ("mqa_decode-model-t5-h32-nvfp4-partial", "swapab")])
+def test_merge_early_gives_the_same_bits(device, case, kernel):
+    """merge_early reads the sink, the position and its cos / sin before the partials (under pdl before the wait):
+    the same arithmetic, so the same output and LSE bits (with pdl where it runs); its launch key says so, and the
+    warm-up compiles it; a bad value is refused by name."""
+    from attnkit.mqa_decode import interface as I
+    inp = make_inputs(shapes.get(case), device, 14)
+    a = mqa_headpad_call(inp, kernel=kernel, merge_early=False)
+    n0 = len(I.LAUNCHED_KEYS)
+    b = mqa_headpad_call(inp, kernel=kernel, merge_early=True)
+    step = set(I.LAUNCHED_KEYS[n0:])
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert any(k[0].startswith("merge_early") for k in step) or any("fused" in k[0] for k in step), step
+    T, H = inp["q"].shape[0], inp["num_heads"]
+    keys = I.mqa_decode_warmup(H, inp["q"].shape[1], inp["comp_format"], device, window=inp["swa_idx"].shape[1],
+                               topk=inp["comp_idx"].shape[1], max_tokens=T, kernel=kernel, merge_early=True)
+    assert step <= keys
+    with pytest.raises(ValueError, match="merge_early"):
+        mqa_headpad_call(inp, kernel=kernel, merge_early="yes")
+
+
 def _kernel(key):
     """The kernel of a launch key, without its variant suffixes (nvfp4 from bits, PDL, the Gluon kernel's fused
     merge, which the rule picks where a token has at most two splits, its record-load layout for nvfp4)."""

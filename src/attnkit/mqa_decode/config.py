@@ -60,6 +60,15 @@ MERGE_DC = IntOption("merge_dc", "ATTNKIT_MQA_MERGE_DC", None, 64, 512,
 MERGE_DC_SWAPAB, MERGE_DC_SWAPAB_MAX_ROWS = 256, 128
 
 
+# The merge's inputs that the attention kernel launched just before it does not write (the sink, the token's
+# position, its cos / sin) read at entry, before the partials (under PDL between the release and the wait), instead
+# of after the merge loop, where the position and then its cos / sin were two more dependent round trips.
+MERGE_EARLY = Switch("merge_early", "ATTNKIT_MQA_MERGE_EARLY", False,
+                     "the finishing merge reads the sink, the token's position and its cos / sin at entry (under "
+                     "PDL before it waits for the attention kernel, which writes none of them), so that their round "
+                     "trips overlap the partials' loads; the same bits")
+
+
 def merge_dc_rule(kernel: str, T: int, H: int) -> int:
     """Output dims per merge program: a pure function of the kernel and the merge's rows T x H (evidence above)."""
     return MERGE_DC_SWAPAB if kernel == "swapab" and T * H <= MERGE_DC_SWAPAB_MAX_ROWS else 512

@@ -67,7 +67,8 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
-           + ("_banks" if plan.gluon_banks else "") + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else ""))
+           + ("_banks" if plan.gluon_banks else "")
+           + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -83,7 +84,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
-                         gluon_maxnreg=None, merge_dc=None, headpad_stages=None, headpad_block_n=None,
+                         gluon_maxnreg=None, merge_dc=None, merge_early=None, headpad_stages=None, headpad_block_n=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
@@ -122,6 +123,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
     ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 128 merged rows
     (tokens x heads), else 512).
+    merge_early (else ``ATTNKIT_MQA_MERGE_EARLY``): the merge reads the sink, the token's position and its cos /
+    sin at entry (under pdl before it waits for the attention kernel, which writes none of them) instead of after
+    its loop over the splits; the same bits.
     out_fp8, out_scale: optional MXFP8 output buffers [T, H_pad, 512] float8_e4m3fn and [T, H_pad, 16] uint8
     (UE8M0); when given, the live heads' rows are written there (the padding heads' bytes are never
     touched) and the bf16 output is still returned.
@@ -177,7 +181,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, PDL_EARLY_INPUTS, SWAPAB_GLUON,
+    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY, PDL_EARLY_INPUTS,
+                         SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
                          headpad_plan, merge_dc_rule, merge_warps, swapab_plan, use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
@@ -284,10 +289,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
-        LAUNCHED_KEYS.append(("merge" + ("_pdl" if use_pdl else ""), mdc, merge_warps(mdc), want32))
+        m_early = MERGE_EARLY.resolve(merge_early)
+        LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,
+                              merge_warps(mdc), want32))
         mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
                                BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
                                ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, BLOCK_D=mdc,
+                               EARLY=m_early,
                                num_warps=merge_warps(mdc),
                                **pl)
     if out_fp8 is not None or out_scale is not None:
@@ -362,7 +370,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
-                      headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None) -> set:
+                      headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -384,6 +392,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              validate=False, swapab_per_format=swapab_per_format, gluon=gluon,
                              gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl,
                              pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages,
-                             headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg)
+                             headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

@@ -12,21 +12,27 @@ Numerics   fp32; one pass over the splits, BLOCK_S at a time in a fixed order (d
            online when S > BLOCK_S; bf16 rounding to
            nearest even (also in the interpreter).
 Oracle     attnkit.reference.mqa_decode.mqa_decode_ref (its LSE includes the sink).
+Early      EARLY: the inputs the attention kernel launched just before does not write (the sink, the token's position,
+           its cos / sin) are read first, under PDL between the release of the next grid and the wait, so that their
+           round trips overlap the partials' instead of following the merge loop (the same bits).
 PERTURB    sink off (SINK_ON=False) and RoPE not undone (ROPE_UNDO=False): the gates' broken variants.
 """
 
 import triton
 import triton.language as tl
 
-from .._triton.pdl import pdl_entry
+from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 from .._triton.rounding import to_bf16
 
 
 @triton.jit
 def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_ms, stride_as,
                      BLOCK_S: tl.constexpr, SINK_ON: tl.constexpr, ROPE_UNDO: tl.constexpr, WRITE_F32: tl.constexpr,
-                     PDL: tl.constexpr = False, BLOCK_D: tl.constexpr = 512):
-    pdl_entry(PDL)
+                     PDL: tl.constexpr = False, BLOCK_D: tl.constexpr = 512, EARLY: tl.constexpr = False):
+    if not EARLY:
+        pdl_entry(PDL)
+    else:
+        pdl_release(PDL)
     r = tl.program_id(0)
     c0 = tl.program_id(1) * BLOCK_D
     last = c0 + BLOCK_D == 512  # the row's last program: the RoPE dims and the LSE
@@ -36,10 +42,19 @@ def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_
     offs_s = tl.arange(0, BLOCK_S)
     d = c0 + tl.arange(0, BLOCK_D)
     p = tl.arange(0, 32)  # RoPE pair index: dims 448 + 2p, 449 + 2p
+    if EARLY:
+        if SINK_ON:
+            sk = tl.load(SINK + h)
+        if ROPE_UNDO:
+            pos = tl.load(POS + t).to(tl.int64)
+            c = tl.load(COS_SIN + pos * 64 + p, mask=last & (p >= 0), other=0.0)
+            sn = tl.load(COS_SIN + pos * 64 + 32 + p, mask=last & (p >= 0), other=0.0)
+        pdl_wait(PDL)
     # one pass, online over chunks of BLOCK_S splits (one chunk when S <= BLOCK_S: every load issued at once)
     big = tl.max(tl.full([BLOCK_S], float("-inf"), dtype=tl.float32), 0)
     if SINK_ON:
-        sk = tl.load(SINK + h)
+        if not EARLY:
+            sk = tl.load(SINK + h)
         big = tl.maximum(big, sk)
     total = tl.sum(tl.zeros([BLOCK_S], dtype=tl.float32), 0)
     o = tl.zeros([BLOCK_D], dtype=tl.float32)
@@ -73,9 +88,10 @@ def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_
     oe = tl.where(nonempty, oe / den, 0.0)
     oo = tl.where(nonempty, oo / den, 0.0)
     if ROPE_UNDO:
-        pos = tl.load(POS + t).to(tl.int64)
-        c = tl.load(COS_SIN + pos * 64 + p, mask=last & (p >= 0), other=0.0)
-        sn = tl.load(COS_SIN + pos * 64 + 32 + p, mask=last & (p >= 0), other=0.0)
+        if not EARLY:
+            pos = tl.load(POS + t).to(tl.int64)
+            c = tl.load(COS_SIN + pos * 64 + p, mask=last & (p >= 0), other=0.0)
+            sn = tl.load(COS_SIN + pos * 64 + 32 + p, mask=last & (p >= 0), other=0.0)
         oe, oo = oe * c + oo * sn, oo * c - oe * sn  # rotation by minus the angle
     dst = r64 * 512
     plain = d < 448

@@ -504,15 +504,16 @@ def pdl_entry_order(name: str, pdl: bool = True, arch: int = 90) -> dict:
                 first_global=first(lambda o: o.split(".")[0] in _GLOBAL_MEM))
 
 
-def pdl_early_order(name: str, arch: int = 90) -> dict:
+def pdl_early_order(name: str, arch: int = 90, flag: str = "PDL_EARLY") -> dict:
     """The variant `name` compiled with PDL and PDL_EARLY (the mqa_decode option pdl_early_inputs), as launched with
     launch_pdl: the SASS positions (instruction indices in program order) of the release of the next grid
     (PREEXIT), of the grid-dependency wait (ACQBULK), of the first global load, of the first global store (stores,
     atomics, reductions), of the first instruction of the first loop (the slot tiles, where the records are loaded),
     and how many global loads come before the wait. The option's rule holds when the release comes first, some
-    loads (the query's) come before the wait, and the wait comes before every loop and every store."""
+    loads (the query's) come before the wait, and the wait comes before every loop and every store. flag: the
+    kernel's constexpr for the early reads (the mqa_decode merge's is EARLY, the option merge_early)."""
     fn, ptrs, constexprs, options = _variant(name)
-    cubin = compile_variant(fn, ptrs, dict(constexprs, PDL=True, PDL_EARLY=True), dict(options, launch_pdl=True),
+    cubin = compile_variant(fn, ptrs, dict(constexprs, PDL=True, **{flag: True}), dict(options, launch_pdl=True),
                             arch).asm["cubin"]
     lines = _sass_lines(cubin)
     ops, loop_starts, labels = [], [], {}
