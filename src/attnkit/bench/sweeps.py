@@ -945,6 +945,18 @@ SWEEPS["mqa-gluon-regs"] = Sweep(
      ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
      ("step-regs128", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_maxnreg=128))))
 
+SWEEPS["mqa-merge-early"] = Sweep(
+    "mqa_decode", "the finishing merge with merge_early (the sink, the token's position and its cos / sin read at "
+    "entry, under pdl before the wait, instead of after the loop over the splits) against the rule, for both "
+    "kernels (attention with its merge) and the swap-AB step, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("headpad-early", dict(kernel="headpad", merge_early=True)),
+     ("swapab", dict(kernel="swapab", gluon=True)),
+     ("swapab-early", dict(kernel="swapab", gluon=True, merge_early=True)),
+     ("step-swapab", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-swapab-early", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, merge_early=True))))
+
 
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""

@@ -62,11 +62,16 @@ MERGE_DC_SWAPAB, MERGE_DC_SWAPAB_MAX_ROWS = 256, 128
 
 # The merge's inputs that the attention kernel launched just before it does not write (the sink, the token's
 # position, its cos / sin) read at entry, before the partials (under PDL between the release and the wait), instead
-# of after the merge loop, where the position and then its cos / sin were two more dependent round trips.
-MERGE_EARLY = Switch("merge_early", "ATTNKIT_MQA_MERGE_EARLY", False,
+# of after the merge loop, where the position and then its cos / sin were two more dependent round trips. Timed at
+# a307526 (benchmarks/sweeps/h200-a307526/sweep-mqa-merge-early.json, 5 rounds, attention with its merge, paired
+# early / rule, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4): swap-AB 0.907-0.984 on all 20 cases (16 heads x 8
+# tokens nvfp4 11.6 -> 10.5 us, x 1 token fp8 8.7 -> 8.3), its whole steps 0.915-0.993; head-padded 0.978-0.994 at
+# 1-2 tokens (pdl on there), 0.990-1.007 from 4. So on for both kernels (the baseline's merge is the same kernel).
+MERGE_EARLY = Switch("merge_early", "ATTNKIT_MQA_MERGE_EARLY", True,
                      "the finishing merge reads the sink, the token's position and its cos / sin at entry (under "
                      "PDL before it waits for the attention kernel, which writes none of them), so that their round "
-                     "trips overlap the partials' loads; the same bits")
+                     "trips overlap the partials' loads; the same bits; on: 2-9 % faster swap-AB steps (sweep "
+                     "mqa-merge-early)")
 
 
 def merge_dc_rule(kernel: str, T: int, H: int) -> int:

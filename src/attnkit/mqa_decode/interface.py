@@ -188,6 +188,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
+    m_early = MERGE_EARLY.resolve(merge_early)  # a bad value raises here, also where the merge is fused
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
@@ -289,7 +290,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
-        m_early = MERGE_EARLY.resolve(merge_early)
         LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,
                               merge_warps(mdc), want32))
         mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
