@@ -19,21 +19,24 @@ KERNEL_PATHS = {
     "mqa_decode": [
         ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca, launched with pdl at 1-2 "
          "tokens at 482fb9b, with its tile loop at one pipeline stage (3-11 % faster than Triton's default 3) at "
-         "c6eeef9, and with 256 output dims per program at 1-2 tokens (5-15 % faster there) at 58f7287; dispatched "
+         "c6eeef9, with 256 output dims per program at 1-2 tokens (5-15 % faster there) at 58f7287, and with the merge's "
+         "own inputs read before it waits (merge_early: 1-2 % faster at 1-2 tokens) at 7153661; dispatched "
          "for H other than 16 / 32, and for every H where the Gluon kernel cannot run)",
          "implemented"),
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
-         "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows; gated on the H200 at "
-         "d72dcca, d3eb8f4, f206dd4, a9a4b6f and d343e01; the dispatched path for 16 / 32 heads on the H200: "
-         "1.65-2.41x faster than head-padded for 1-16 tokens at 58f7287 (with gluon_banks for nvfp4; against the "
-         "head-padded kernel as tuned since: one pipeline stage, 256 output dims at 1-2 tokens, pdl at 1-2 tokens: "
-         "fp8 1.77-2.41 / 1.69-2.19 at 16 / 32 heads, nvfp4 1.81-2.13 / 1.65-1.90), steps with the query prepared "
-         "during the insert (pdl_early_inputs, both kernels) 1.60-2.42x, 16-token step 15.9-16.5 us: the 2.2x / 1.8x "
-         "and 10 us targets are met only in part (2 and 4 of 10 cases); 64 "
+         "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows, the merge's own "
+         "inputs read before it waits (merge_early, both kernels); gated on the H200 at "
+         "d72dcca, d3eb8f4, f206dd4, a9a4b6f, d343e01 and 7153661; the dispatched path for 16 / 32 heads on the H200: "
+         "1.65-2.51x faster than head-padded for 1-16 tokens at 7153661 (fp8 1.77-2.51 / 1.69-2.29 at 16 / 32 heads, "
+         "nvfp4 1.85-2.33 / 1.65-1.94; the head-padded kernel tuned: one pipeline stage, 256 output dims at 1-2 "
+         "tokens, pdl at 1-2 tokens), steps with the query prepared "
+         "during the insert (pdl_early_inputs, both kernels) 1.62-2.46x, 16-token step 15.5-16.0 us: the 2.2x / 1.8x "
+         "and 10 us targets are met only in part (3 and 5 of 10 cases); 64 "
          "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead; a cooperative merge "
-         "spread over a token's programs timed slower at e9664db and removed)", "implemented"),
+         "spread over a token's programs timed slower at e9664db and removed; two programs per SM with registers "
+         "capped (gluon_maxnreg, off) timed slower at a57b710)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
