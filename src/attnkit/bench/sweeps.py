@@ -947,14 +947,15 @@ SWEEPS["mqa-gluon-regs"] = Sweep(
 
 SWEEPS["mqa-merge-early"] = Sweep(
     "mqa_decode", "the finishing merge with merge_early (the sink, the token's position and its cos / sin read at "
-    "entry, under pdl before the wait, instead of after the loop over the splits) against the rule, for both "
+    "entry, under pdl before the wait, instead of after the loop over the splits) against it off (the rule when "
+    "the sweep ran at a307526; on by default since), for both "
     "kernels (attention with its merge) and the swap-AB step, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4",
     _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
-    (("headpad", dict(kernel="headpad")),
+    (("headpad", dict(kernel="headpad", merge_early=False)),
      ("headpad-early", dict(kernel="headpad", merge_early=True)),
-     ("swapab", dict(kernel="swapab", gluon=True)),
+     ("swapab", dict(kernel="swapab", gluon=True, merge_early=False)),
      ("swapab-early", dict(kernel="swapab", gluon=True, merge_early=True)),
-     ("step-swapab", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-swapab", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, merge_early=False)),
      ("step-swapab-early", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, merge_early=True))))
 
 
