@@ -119,10 +119,12 @@ def test_warmup_compiles_the_key_a_step_launches(device):
 
 
 def test_merge_dc_rule_and_warmup():
-    """The merge's dims per program: a pure function of the kernel and the merge's rows (tokens x heads)."""
+    """The merge's dims per program: a pure function of the kernel and the step's token count (the sweeps with
+    merge_early: 256 but from 9 to 31 tokens, at either head count)."""
     from attnkit.mqa_decode.config import merge_dc_rule
-    assert [merge_dc_rule("swapab", t, 16) for t in (1, 4, 8, 9, 16, 64)] == [256, 256, 256, 512, 512, 512]
-    assert [merge_dc_rule("swapab", t, 32) for t in (1, 4, 5, 8)] == [256, 256, 512, 512]
+    for h in (16, 32):
+        assert [merge_dc_rule("swapab", t, h) for t in (1, 4, 8, 9, 16, 31, 32, 47, 64)] == \
+            [256, 256, 256, 512, 512, 512, 256, 256, 256]
     assert {merge_dc_rule("headpad", t, h) for t in (1, 4, 16) for h in (16, 64)} == {512}
 
 

@@ -958,6 +958,22 @@ SWEEPS["mqa-merge-early"] = Sweep(
      ("step-swapab", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, merge_early=False)),
      ("step-swapab-early", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, merge_early=True))))
 
+SWEEPS["mqa-merge-dc-early"] = Sweep(
+    "mqa_decode", "the swap-AB kernel's finishing merge in programs of 512 / 256 / 128 output dims, with merge_early "
+    "(its own inputs read before the wait): does the rule's 256 up to 128 merged rows still hold, attention with its "
+    "merge, 16 / 32 heads x 1-8 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 8)),
+    (("dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
+     ("dc256", dict(kernel="swapab", gluon=True, merge_dc=256)),
+     ("dc128", dict(kernel="swapab", gluon=True, merge_dc=128))))
+
+SWEEPS["mqa-merge-dc-early-2"] = Sweep(
+    "mqa_decode", "the same at 16 and 32 tokens (256 to 1024 merged rows): the swap-AB kernel's merge in programs of "
+    "512 / 256 output dims, with merge_early",
+    _mqa_steps((16, 32), (16, 32)),
+    (("dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
+     ("dc256", dict(kernel="swapab", gluon=True, merge_dc=256))))
+
 
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""

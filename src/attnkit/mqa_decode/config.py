@@ -54,10 +54,17 @@ DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
 # 2 tokens 0.952 / 0.998 (fp8, 16 / 32 heads) and 0.949 / 0.998 (nvfp4), 8 tokens 0.978 / 1.024 and 0.980 / 0.998.
 # Up to 128 merged rows (tokens x heads) 0.938-0.998, never slower; above, mixed (16 heads x 16 tokens
 # 1.015 / 0.989, 32 x 8 1.024 / 0.998, 32 x 16 0.992 / 0.994). So 256 for the swap-AB kernel up to 128 rows, else 512.
+# Re-timed with merge_early (the merge's own inputs read before its wait), 5 rounds, paired 256 / 512 dims:
+# benchmarks/sweeps/h200-d39ab48/sweep-mqa-merge-dc-early.json: 1 token 0.961-0.975, 2 tokens 0.976-1.000, 4 tokens
+# 0.965-0.994, 8 tokens 0.912-0.957 (32 heads x 8 tokens, 256 rows, 0.943 / 0.946 fp8 / nvfp4: now faster there),
+# 128 dims slower than 256 on all 16 cases; sweep-mqa-merge-dc-early-2.json: 16 tokens 1.011-1.045 (512 faster), 32
+# tokens 0.953-0.974 (256 faster). Not a function of the rows alone: by token count, 256 dims but from 9 to 31 tokens
+# (16 measured; 9-15 and 17-31 follow it), 512 there. From 48 tokens the merge is fused (GLUON_FUSED_MAX_SPLITS).
 MERGE_DC = IntOption("merge_dc", "ATTNKIT_MQA_MERGE_DC", None, 64, 512,
                      "output dims per program of the finishing merge (64, 128, 256 or 512); default: the rule "
-                     "(256 for the swap-AB kernel up to 128 merged rows, tokens x heads, else 512)")
-MERGE_DC_SWAPAB, MERGE_DC_SWAPAB_MAX_ROWS = 256, 128
+                     "(256 for the swap-AB kernel but from 9 to 31 tokens, else 512)")
+MERGE_DC_SWAPAB = 256
+MERGE_DC_SWAPAB_512_TOKENS = range(9, 32)  # the token counts where the swap-AB kernel's merge takes 512 dims
 
 
 # The merge's inputs that the attention kernel launched just before it does not write (the sink, the token's
@@ -75,8 +82,9 @@ MERGE_EARLY = Switch("merge_early", "ATTNKIT_MQA_MERGE_EARLY", True,
 
 
 def merge_dc_rule(kernel: str, T: int, H: int) -> int:
-    """Output dims per merge program: a pure function of the kernel and the merge's rows T x H (evidence above)."""
-    return MERGE_DC_SWAPAB if kernel == "swapab" and T * H <= MERGE_DC_SWAPAB_MAX_ROWS else 512
+    """Output dims per merge program: a pure function of the kernel and the step's token count (evidence above; H
+    is kept for callers, the measured rule does not depend on it)."""
+    return MERGE_DC_SWAPAB if kernel == "swapab" and T not in MERGE_DC_SWAPAB_512_TOKENS else 512
 
 
 def merge_warps(merge_dc: int) -> int:

@@ -121,8 +121,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     default 3 in the mqa-headpad-stages sweep). headpad_block_n: slots per head-padded tile, 16 / 32 / 64 (default
     ``ATTNKIT_MQA_HEADPAD_BLOCK_N`` or 32).
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
-    ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel up to 128 merged rows
-    (tokens x heads), else 512).
+    ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel but from 9 to 31
+    tokens, else 512).
     merge_early (else ``ATTNKIT_MQA_MERGE_EARLY``): the merge reads the sink, the token's position and its cos /
     sin at entry (under pdl before it waits for the attention kernel, which writes none of them) instead of after
     its loop over the splits; the same bits.
