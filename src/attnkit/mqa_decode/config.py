@@ -77,7 +77,7 @@ MERGE_DC_SWAPAB_512_TOKENS = range(9, 32)  # the token counts where the swap-AB 
 MERGE_EARLY = Switch("merge_early", "ATTNKIT_MQA_MERGE_EARLY", True,
                      "the finishing merge reads the sink, the token's position and its cos / sin at entry (under "
                      "PDL before it waits for the attention kernel, which writes none of them), so that their round "
-                     "trips overlap the partials' loads; the same bits; on: 2-9 % faster swap-AB steps (sweep "
+                     "trips overlap the partials' loads; the same bits; on: swap-AB steps 0.7-8.5 % faster (sweep "
                      "mqa-merge-early)")
 
 
@@ -351,7 +351,7 @@ GLUON_TWO_PER_SM_REGS = 128
 GLUON_MAXNREG = IntOption("gluon_maxnreg", "ATTNKIT_MQA_GLUON_MAXNREG", None, 64, 255,
                           "Gluon swap-AB kernel: registers per thread at most (ptxas maxnreg); at 128 or fewer two "
                           "8-warp programs fit an SM and the split rule counts them (not with gluon_async); default: "
-                          "the compiler's choice (capped at 128: 4-27 % slower from 16 tokens, sweep mqa-gluon-regs)")
+                          "the compiler's choice (capped at 128: 7-36 % slower from 16 tokens, sweep mqa-gluon-regs)")
 
 
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
