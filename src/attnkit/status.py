@@ -26,7 +26,7 @@ KERNEL_PATHS = {
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
          "dependents, the merge fused into each token's last program where a token has two splits, the first slot ids "
-         "loaded before the query, its merge in programs of 256 output dims up to 128 merged rows, the merge's own "
+         "loaded before the query, its merge in programs of 256 output dims but from 9 to 31 tokens, the merge's own "
          "inputs read before it waits (merge_early, both kernels); gated on the H200 at "
          "d72dcca, d3eb8f4, f206dd4, a9a4b6f, d343e01, 7153661 and 8dd0fc8; the dispatched path for 16 / 32 heads on "
          "the H200: 1.66-2.53x faster than head-padded for 1-16 tokens at 8dd0fc8 (fp8 1.79-2.53 / 1.68-2.29 at 16 / "
