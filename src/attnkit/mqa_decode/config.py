@@ -318,16 +318,18 @@ def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
 # starts only when the writer has finished, although its first part (the query's loads and RoPE, the slot ids;
 # the query into shared memory for the Gluon kernel) reads nothing the writer writes. With this option the attention
 # kernels release the next grid at entry, prepare the query, then wait, so that part overlaps the writer. Only
-# where the kernel launched just before the attention writes none of q, positions, cos_sin, the slot lists (the
-# record writer writes only its cache): off by default, on in the bench's step providers, which launch the writer
+# where the kernel launched just before the attention writes none of q, positions, cos_sin, the slot lists and the
+# sink (the attention releases the merge before it waits, and with merge_early the merge reads the sink, positions
+# and cos_sin before its own wait; the record writer writes only its cache): off by default, on in the bench's step providers, which launch the writer
 # just before; no effect without pdl. Sweep mqa-pdl-early (benchmarks/sweeps/h200-0787b50/sweep-mqa-pdl-early.json,
 # 5 rounds, whole steps, paired medians): swap-AB with the option / its rule 0.895-0.965 on all 20 cases of 16 / 32
 # heads x 1-16 tokens x fp8 / nvfp4 (16 heads x 16 tokens fp8 17.5 -> 16.5 us); head-padded with pdl and the option /
 # its rule (pdl off) 0.882-0.994 on all 20 (with pdl alone 0.905-1.030, 18 of 20 faster).
 PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", False,
                           "with pdl: the attention kernels read q, positions, cos_sin and the slot lists before waiting "
-                          "for the kernel launched just before them, which must not write those (in a step, the "
-                          "record writer); no effect without pdl")
+                          "for the kernel launched just before them, which must not write those nor the sink (the "
+                          "merge, released early, reads it with merge_early; in a step that kernel is the record "
+                          "writer); no effect without pdl")
 
 
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and

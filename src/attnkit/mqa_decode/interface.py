@@ -140,7 +140,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     before it (CUDA sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
     ``ATTNKIT_MQA_PDL_EARLY_INPUTS``, default off; no effect without pdl): the attention kernel reads q, positions,
     cos_sin and the slot lists and prepares the query before it waits for the kernel launched just before it, which
-    must not write any of them (in a step, ``mqa_write_records`` writes only its cache: the query's preparation
+    must not write any of them nor the sink (the merge, then released before that wait, reads the sink, positions
+    and cos_sin early with merge_early) (in a step, ``mqa_write_records`` writes only its cache: the query's preparation
     then overlaps the writer). Not with gluon_async.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
