@@ -84,7 +84,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
-                         gluon_maxnreg=None, merge_dc=None, merge_early=None, headpad_stages=None, headpad_block_n=None,
+                         gluon_maxnreg=None, merge_dc=None, merge_early=None, headpad_stages=None,
+                         headpad_block_n=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
@@ -140,9 +141,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     before it (CUDA sm_90+), so a launch overlaps the previous kernel's tail. pdl_early_inputs (else
     ``ATTNKIT_MQA_PDL_EARLY_INPUTS``, default off; no effect without pdl): the attention kernel reads q, positions,
     cos_sin and the slot lists and prepares the query before it waits for the kernel launched just before it, which
-    must not write any of them nor the sink (the merge, then released before that wait, reads the sink, positions
-    and cos_sin early with merge_early) (in a step, ``mqa_write_records`` writes only its cache: the query's preparation
-    then overlaps the writer). Not with gluon_async.
+    must write none of them nor the sink (the merge, released before that wait, reads the sink, positions and
+    cos_sin early with merge_early). In a step, ``mqa_write_records`` writes only its cache, so the query's
+    preparation overlaps the writer. Not with gluon_async.
     """
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,

@@ -345,7 +345,8 @@ def _variants():
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False), dict(num_warps=8)))
     out.append(("mqa_merge", mqa_merge_kernel,
                 dict(M="*fp32", L="*fp32", ACC="*fp32", SINK="*fp32", POS="*i64", COS_SIN="*fp32", OUT="*bf16",
-                     LSE="*fp32", O32="*fp32"), dict(BLOCK_S=32, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False),
+                     LSE="*fp32", O32="*fp32"),
+                dict(BLOCK_S=32, SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False, EARLY=True),  # as launched (merge_early)
                 dict(num_warps=8)))
     out.append(("mqa_mxfp8_out", mxfp8_out_kernel, dict(X="*fp32", OUT_Q="*u8", OUT_S="*u8"), {}, {}))
     return out
