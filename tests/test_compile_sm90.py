@@ -134,6 +134,8 @@ def test_pdl_early_inputs_wait_before_the_records_and_every_store():
     merge with merge_early (the sink, position and cos / sin before the wait, the partials after it). The same check
     rejects the plain PDL variant, whose wait comes before every load."""
     names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early", "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early",
+             "mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early one_loop",
+             "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks one_loop",
              "mqa_swapab_gluon H16 nvfp40 warps8 fused1 async0", "mqa_headpad out_dc512 nvfp40",
              "mqa_headpad out_dc512 nvfp41"]
     *orders, merge, plain = _compiled(f"[cc.pdl_early_order(x) for x in {names!r}] + "
@@ -154,3 +156,19 @@ def test_pdl_early_inputs_wait_before_the_records_and_every_store():
     assert plain["wait"] < plain["first_global"]
     assert not rule_holds(dict(plain, first_load=plain["first_global"], first_store=plain["first_global"],
                                first_loop=plain["first_global"] + 1, loads_before_wait=0))
+
+
+def test_one_loop_keeps_the_mma_descriptors_uniform():
+    """gluon_one_loop (mqa_decode): with both slot lists in one loop, every warpgroup MMA's shared-memory descriptor
+    stays in uniform registers (a few R2UR per loop, none per MMA) and the loop is shorter than the second of the two
+    list loops, which rebuilds them per MMA in ordinary registers (more R2UR than MMAs: the check fails there)."""
+    names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early", "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks"]
+    two = _compiled(f"[cc.mma_descriptor_moves(x) for x in {names!r}]")
+    one = _compiled(f"[cc.mma_descriptor_moves(x + ' one_loop') for x in {names!r}]")
+    for name, loops2, loops1 in zip(names, two, one):
+        assert len(loops2) == 2 and len(loops1) == 1, (name, loops2, loops1)
+        window, comp = loops2
+        assert window["r2ur"] < window["hgmma"] <= comp["r2ur"], (name, loops2)  # the second loop: per MMA
+        assert loops1[0]["r2ur"] < loops1[0]["hgmma"], (name, loops1)
+        if "nvfp40" in name:  # fp8 lists: the one loop's body is one tile's path, shorter than the compressed loop
+            assert loops1[0]["instructions"] < comp["instructions"] - 150, (name, loops1, comp)

@@ -426,6 +426,33 @@ def test_gluon_dispatch_rule_and_plan():
     assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early"  # the warm-up compiles what a step launches
 
 
+def test_gluon_one_loop_option(monkeypatch):
+    """gluon_one_loop: the keyword beats ATTNKIT_MQA_GLUON_ONE_LOOP, the default is the rule
+    (config.GLUON_ONE_LOOP_BY_RULE), it is refused with gluon_async or without gluon_prefetch, and the compile key
+    names it (the warm-up compiles what a step launches)."""
+    from attnkit.mqa_decode import config as cfg
+    from attnkit.mqa_decode.config import swapab_plan
+    from attnkit.mqa_decode.interface import _key
+    rule = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
+    assert rule.one_loop == cfg.GLUON_ONE_LOOP_BY_RULE
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=True).one_loop
+    assert not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=False).one_loop
+    assert not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).one_loop  # the rule: not async
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "1")
+    one = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
+    assert one.one_loop and not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=False).one_loop
+    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop"
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "yes")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_ONE_LOOP"):
+        swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_ONE_LOOP")
+    with pytest.raises(ValueError, match="gluon_one_loop"):
+        swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=True, gluon_async=True)
+    with pytest.raises(ValueError, match="gluon_one_loop"):
+        swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=True, gluon_prefetch=False,
+                    gluon_early=False)
+
+
 def test_gluon_banks_rule(monkeypatch):
     """gluon_banks: on by default for nvfp4 compressed records, off for fp8 (config.GLUON_BANKS's sweep); the keyword
     and ATTNKIT_MQA_GLUON_BANKS override it both ways; never with gluon_async (off by the rule, refused if asked)."""
@@ -667,6 +694,26 @@ def test_gluon_early_slot_ids_give_the_same_bits(case, fused):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_early"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_early=True, gluon_prefetch=False)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("opts", [dict(), dict(gluon_fused=True), dict(gluon_half=True), dict(gluon_early=False),
+                                  dict(num_splits=1), dict(num_splits=3)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8",
+                                  "mqa_decode-step-h32-t16-nvfp4"])
+def test_gluon_one_loop_gives_the_same_bits(case, opts):
+    """gluon_one_loop walks both lists' tiles in one loop: the same tiles in the same order (splits that start in
+    either list, span both or hold one), so the same output and LSE bits as a loop per list; refused without
+    gluon_prefetch or with gluon_async."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 7)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=False, **opts)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=True, **opts)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for bad in (dict(gluon_prefetch=False), dict(gluon_async=True)):
+        with pytest.raises(ValueError, match="gluon_one_loop"):
+            mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=True, **bad)
 
 
 @pytest.mark.cuda

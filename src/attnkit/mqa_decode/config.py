@@ -220,6 +220,7 @@ class SwapabPlan:
     live: int = 64  # Gluon: slots per tile (64, or 32: half tiles, the MMA's other 32 rows zero; gluon_half)
     gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
     maxnreg: int | None = None  # Gluon: registers per thread at most (gluon_maxnreg; None: the compiler's choice)
+    one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -356,6 +357,22 @@ GLUON_MAXNREG = IntOption("gluon_maxnreg", "ATTNKIT_MQA_GLUON_MAXNREG", None, 64
                           "the compiler's choice (capped at 128: 7-36 % slower from 16 tokens, sweep mqa-gluon-regs)")
 
 
+# Both lists in one loop (gluon_one_loop). With a loop per list, the sm_90 SASS of the second loop (the compressed
+# list's: 8 of the 10 tiles at the default lists) rebuilds the warpgroup MMAs' shared-memory descriptors per MMA in
+# ordinary registers and moves them to uniform ones (6 instructions per MMA: IADD3, IMAD.X, two R2UR, two UMOV)
+# where the first loop keeps them in uniform registers (UIADD3.64, one or two per MMA); compile_check --census,
+# 8 warps, early, the rule's banks: the compressed loop 1099 instructions against the window loop's 840 (16 heads
+# fp8; R2UR 143, UMOV 119 against 11 and 9), 1190 / 933 at 32 heads, nvfp4 1267 / 1380 at 16 / 32 heads. In one loop
+# (each tile's list, cache and bounds selected by its index; for nvfp4 compressed records the decode branches by
+# list, the products are one copy) the descriptors stay uniform: 852 instructions a tile at 16 heads fp8, 948 at 32
+# (nvfp4: both decodes in one body of 1520 / 1634). The same tiles in the same order, the same bits.
+GLUON_ONE_LOOP = Switch("gluon_one_loop", "ATTNKIT_MQA_GLUON_ONE_LOOP", None,
+                        "Gluon swap-AB kernel: both slot lists' tiles in one loop (ptxas then keeps the MMAs' "
+                        "descriptors in uniform registers; about 250 fewer instructions per compressed tile); needs "
+                        "gluon_prefetch, not gluon_async; default: the rule (GLUON_ONE_LOOP_BY_RULE)")
+GLUON_ONE_LOOP_BY_RULE = False
+
+
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
     """Resident Gluon programs per SM: GLUON_RESIDENT, or two 8-warp programs without the cp.async buffers where
     the registers are capped at GLUON_TWO_PER_SM_REGS."""
@@ -369,7 +386,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 fused_merge: bool | None = None, gluon_async: bool | None = None,
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
-                comp_format: str = "fp8", gluon_maxnreg: int | None = None) -> SwapabPlan:
+                comp_format: str = "fp8", gluon_maxnreg: int | None = None,
+                gluon_one_loop: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -405,10 +423,18 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if banks and use_async:
             raise ValueError("gluon_banks: sets the layout of the record loads into registers; it cannot be combined "
                              "with gluon_async")
+        one = GLUON_ONE_LOOP.resolve(gluon_one_loop)
+        if one is None:  # the rule (see GLUON_ONE_LOOP)
+            one = GLUON_ONE_LOOP_BY_RULE and gluon_prefetch and not use_async
+        if one and use_async:
+            raise ValueError("gluon_one_loop: runs the register-decoding list loop; it cannot be combined with "
+                             "gluon_async")
+        if one and not gluon_prefetch:
+            raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
-                          maxnreg=maxnreg)
+                          maxnreg=maxnreg, one_loop=bool(one))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

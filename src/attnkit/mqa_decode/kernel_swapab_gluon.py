@@ -161,6 +161,15 @@ def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, a
                LIVE: gl.constexpr, ok_s):
     """One tile: its LIVE slots' records (slot, ok [LIVE]) decoded into the first LIVE rows of kv_smem, then the
     products over all BLOCK_N rows with ok_s [BLOCK_N] (rows past LIVE invalid; their shared rows hold zeros)."""
+    _tile_decode(CACHE, stride_rec, slot, ok, kv_smem, BLOCK_N, NVFP4, PERTURB, L3, LIVE)
+    return _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
+
+
+@gluon.jit
+def _tile_decode(CACHE, stride_rec, slot, ok, kv_smem, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                 PERTURB: gl.constexpr, L3: gl.constexpr, LIVE: gl.constexpr):
+    """A tile's LIVE slots' records (slot, ok [LIVE]) decoded into the first LIVE rows of kv_smem, fenced for the
+    warpgroup MMAs and visible to every warp."""
     rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
     if LIVE < BLOCK_N:
         kv_dst = kv_smem.slice(0, LIVE, dim=0)
@@ -172,7 +181,6 @@ def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, a
     _decode_chunk(rec, ok, kv_dst, 3, LIVE, NVFP4, PERTURB, L3)
     fence_async_shared()
     gl.thread_barrier()
-    return _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
 
 
 @gluon.jit
@@ -214,6 +222,63 @@ def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_sme
             ok_s = _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
                                        BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s)
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def _first_slots(swa_row, comp_row, n0, w1, c0, c1, first_c, LIVE: gl.constexpr, PERTURB: gl.constexpr,
+                 rows_l: gl.constexpr):
+    """ONE_LOOP: the slot ids of a split's first tile: the window list's if the split starts in it, else the
+    compressed list's."""
+    is_w = n0 < w1
+    return _tile_slots(gl.where(is_w, swa_row, comp_row), gl.where(is_w, n0, c0), gl.where(is_w, w1, c1),
+                       gl.where(is_w, n0, first_c), LIVE, PERTURB, rows_l)
+
+
+@gluon.jit
+def _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_swa, stride_comp, kv_smem, q_smem,
+                p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr,
+                L3w: gl.constexpr, L3c: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, LIVE: gl.constexpr = 64,
+                slot0=None, ok0=None):
+    """ONE_LOOP: the tiles of both lists (the window's, then the compressed list's) in one loop, each tile's list,
+    cache and bounds selected by its index, the next tile's slot ids loaded before the current tile's records (as
+    _list_loop with PREFETCH). The same tiles in the same order, so the same bits. One loop body: ptxas keeps the
+    warpgroup MMAs' shared-memory descriptors in uniform registers (in the second of two list loops it rebuilt them
+    per tile in ordinary registers: compile_check --census). slot0, ok0 (EARLY): the first tile's slot ids, loaded
+    by the caller (_first_slots)."""
+    rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3w))
+    nt_w = (gl.maximum(w1 - n0, 0) + LIVE - 1) // LIVE
+    nt_c = (gl.maximum(c1 - c0, 0) + LIVE - 1) // LIVE
+    if slot0 is None:
+        slot, ok = _first_slots(swa_row, comp_row, n0, w1, c0, c1, first_c, LIVE, PERTURB, rows_l)
+    else:
+        slot = slot0
+        ok = ok0
+    for i in range(0, nt_w + nt_c):
+        j = i + 1
+        nw = j < nt_w
+        slot_n, ok_n = _tile_slots(gl.where(nw, swa_row, comp_row), gl.where(nw, n0 + j * LIVE, c0 + (j - nt_w) * LIVE),
+                                   gl.where(nw, w1, c1), gl.where(nw, n0, first_c), LIVE, PERTURB, rows_l)
+        is_w = i < nt_w
+        idx_row = gl.where(is_w, swa_row, comp_row)
+        p0 = gl.where(is_w, n0 + i * LIVE, c0 + (i - nt_w) * LIVE)
+        p_end = gl.where(is_w, w1, c1)
+        first = gl.where(is_w, n0, first_c)
+        ok_s = _products_ok(idx_row, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
+        # the decode branches by list (nvfp4 compressed records); the products are one copy for both lists
+        if NVFP4:
+            if is_w:
+                _tile_decode(SWA, stride_swa, slot, ok, kv_smem, BLOCK_N, False, PERTURB, L3w, LIVE)
+            else:
+                rc_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3c))
+                _tile_decode(COMP, stride_comp, gl.convert_layout(slot, rc_l), gl.convert_layout(ok, rc_l), kv_smem,
+                             BLOCK_N, NVFP4, PERTURB, L3c, LIVE)
+        else:
+            _tile_decode(gl.where(is_w, SWA, COMP), gl.where(is_w, stride_swa, stride_comp), slot, ok, kv_smem,
+                         BLOCK_N, False, PERTURB, L3w, LIVE)
+        m_i, l_i, acc = _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
+        slot = slot_n
+        ok = ok_n
     return m_i, l_i, acc
 
 
@@ -397,7 +462,7 @@ def mqa_swapab_gluon_kernel(
     H: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
-    PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False,
+    PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -469,7 +534,11 @@ def mqa_swapab_gluon_kernel(
         else:
             _issue_tile(COMP, comp_row, c0, c1, first_c, stride_comp, raw_codes_c, raw_scales, BLOCK_N, NVFP4,
                         PERTURB, cpc_l, scc_l)
-    if EARLY:  # both lists' first slot ids, loaded before the query so that the two loads' latencies overlap
+    if EARLY and ONE_LOOP:  # the first tile's slot ids, loaded before the query (their latencies overlap)
+        gl.static_assert(PREFETCH and not ASYNC, "EARLY hands the first slot ids to the PREFETCH list loop")
+        slot_0, ok_0 = _first_slots(swa_row, comp_row, n0, w1, c0, c1, first_c, LIVE, PERTURB,
+                                    gl.SliceLayout(1, gl.SliceLayout(2, L3w)))
+    elif EARLY:  # both lists' first slot ids, loaded before the query so that the two loads' latencies overlap
         gl.static_assert(PREFETCH and not ASYNC, "EARLY hands the first slot ids to the PREFETCH list loop")
         slot_w, ok_w = _tile_slots(swa_row, n0, w1, n0, LIVE, PERTURB, gl.SliceLayout(1, gl.SliceLayout(2, L3w)))
         slot_c, ok_c = _tile_slots(comp_row, c0, c1, first_c, LIVE, PERTURB,
@@ -512,6 +581,16 @@ def mqa_swapab_gluon_kernel(
         m_i, l_i, acc = _list_loop_async(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem,
                                          raw_codes_c, raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4, PERTURB,
                                          L3c, L4, cpc_l, scc_l, s_l, o_l, not window_first)
+    elif ONE_LOOP:
+        gl.static_assert(PREFETCH, "ONE_LOOP prefetches the next tile's slot ids")
+        if EARLY:
+            m_i, l_i, acc = _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_swa,
+                                        stride_comp, kv_smem, q_t, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4,
+                                        PERTURB, L3w, L3c, s_l, o_l, LIVE, slot_0, ok_0)
+        else:
+            m_i, l_i, acc = _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_swa,
+                                        stride_comp, kv_smem, q_t, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4,
+                                        PERTURB, L3w, L3c, s_l, o_l, LIVE)
     elif EARLY:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w, LIVE)

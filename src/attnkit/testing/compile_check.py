@@ -333,6 +333,14 @@ def _variants():
                     dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv)),
                     dict(num_warps=8, maxnreg=128)))
+    for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_one_loop (both lists in one loop),
+        # as the rule's early loads and banks (nvfp4) compile
+        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
+                    + " one_loop", mqa_swapab_gluon_kernel,
+                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
+                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), ONE_LOOP=True),
+                    dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
@@ -491,6 +499,21 @@ def _sass_opcodes(cubin: bytes) -> list[str]:
 
 # SASS opcodes that touch global memory (loads, stores, async copies to shared memory, atomics, reductions, TMA)
 _GLOBAL_MEM = ("LDG", "STG", "LDGSTS", "ATOMG", "RED", "UTMALDG", "UTMASTG", "UBLKCP")
+
+
+def mma_descriptor_moves(name: str, arch: int = 90) -> list[dict]:
+    """Per loop of the variant `name` that issues warpgroup MMAs: its instruction count, its MMAs (HGMMA) and its
+    register-to-uniform moves (R2UR): an MMA whose shared-memory descriptors are built in ordinary registers takes
+    two R2UR (and two UMOV) more each time, where descriptors kept in uniform registers take none."""
+    import collections
+    fn, ptrs, constexprs, options = _variant(name)
+    cubin = compile_variant(fn, ptrs, constexprs, options, arch).asm["cubin"]
+    out = []
+    for body in _loop_bodies(cubin):
+        ops = collections.Counter(_OPCODE.match(b).group(1).split(".")[0] for b in body)
+        if ops["HGMMA"]:
+            out.append(dict(instructions=len(body), hgmma=ops["HGMMA"], r2ur=ops["R2UR"], umov=ops["UMOV"]))
+    return out
 
 
 def pdl_entry_order(name: str, pdl: bool = True, arch: int = 90) -> dict:
