@@ -975,6 +975,19 @@ SWEEPS["mqa-merge-dc-early-2"] = Sweep(
      ("dc256", dict(kernel="swapab", gluon=True, merge_dc=256))))
 
 
+SWEEPS["mqa-gluon-one-loop"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with both slot lists' tiles in one loop (gluon_one_loop: the MMAs' "
+    "descriptors kept in uniform registers, about 250 fewer instructions per compressed tile) against the rule, "
+    "attention with its merge and whole steps, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4; head-padded for the ratio "
+    "the targets name",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32, 64)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("one-loop", dict(kernel="swapab", gluon=True, gluon_one_loop=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-one-loop", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_one_loop=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

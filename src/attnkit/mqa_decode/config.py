@@ -366,10 +366,18 @@ GLUON_MAXNREG = IntOption("gluon_maxnreg", "ATTNKIT_MQA_GLUON_MAXNREG", None, 64
 # (each tile's list, cache and bounds selected by its index; for nvfp4 compressed records the decode branches by
 # list, the products are one copy) the descriptors stay uniform: 852 instructions a tile at 16 heads fp8, 948 at 32
 # (nvfp4: both decodes in one body of 1520 / 1634). The same tiles in the same order, the same bits.
+# Predicted: a compressed tile about a fifth shorter. Measured no faster (sweep mqa-gluon-one-loop at 3d79a8e,
+# benchmarks/sweeps/h200-3d79a8e/sweep-mqa-gluon-one-loop.json, 5 rounds, paired one loop / rule, attention with its
+# merge, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4): 0.984-0.998 at 32 heads x 2-8 tokens fp8 and at 1 token nvfp4
+# (32 heads x 8 tokens fp8 13.8 us either way within 0.2), 1.003-1.042 from 16 tokens (16 heads x 64 tokens nvfp4 26.6
+# -> 27.7 us), 1.017-1.019 at 16 heads x 1-2 tokens fp8; whole steps 0.984-1.029. Like the half tiles' 30 % fewer
+# instructions (GLUON_HALF_BY_RULE), the ~250 instructions saved per tile do not set the tile's time. Off (gated all
+# the same: mqa_decode/gluon_swapab_one_loop at 3d79a8e, every perturbation caught).
 GLUON_ONE_LOOP = Switch("gluon_one_loop", "ATTNKIT_MQA_GLUON_ONE_LOOP", None,
                         "Gluon swap-AB kernel: both slot lists' tiles in one loop (ptxas then keeps the MMAs' "
                         "descriptors in uniform registers; about 250 fewer instructions per compressed tile); needs "
-                        "gluon_prefetch, not gluon_async; default: the rule (GLUON_ONE_LOOP_BY_RULE)")
+                        "gluon_prefetch, not gluon_async; default: the rule (off: within -1.6 / +4.2 % of two loops, "
+                        "slower from 16 tokens, sweep mqa-gluon-one-loop)")
 GLUON_ONE_LOOP_BY_RULE = False
 
 
