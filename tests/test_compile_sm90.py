@@ -172,3 +172,17 @@ def test_one_loop_keeps_the_mma_descriptors_uniform():
         assert loops1[0]["r2ur"] < loops1[0]["hgmma"], (name, loops1)
         if "nvfp40" in name:  # fp8 lists: the one loop's body is one tile's path, shorter than the compressed loop
             assert loops1[0]["instructions"] < comp["instructions"] - 150, (name, loops1, comp)
+
+
+def test_loads_first_issues_every_record_load_before_the_first_barrier():
+    """gluon_loads_first (mqa_decode): every wide record load of a tile comes before the tile's first barrier, in
+    both list loops, at 16 / 32 heads, fp8 / nvfp4; without it some come after (chunks 2 and 3 behind the first
+    chunks' store barriers: the check fails there)."""
+    names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early",
+             "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks"]
+    plain = _compiled(f"[cc.loads_before_first_barrier(x) for x in {names!r}]")
+    first = _compiled(f"[cc.loads_before_first_barrier(x + ' loads_first') for x in {names!r}]")
+    for name, loops0, loops1 in zip(names, plain, first):
+        assert len(loops0) == len(loops1) == 2, (name, loops0, loops1)
+        assert all(lp["after"] > 0 for lp in loops0), (name, loops0)
+        assert all(lp["after"] == 0 and lp["before"] >= 8 for lp in loops1), (name, loops1)

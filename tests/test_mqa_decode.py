@@ -451,6 +451,18 @@ def test_gluon_one_loop_option(monkeypatch):
     with pytest.raises(ValueError, match="gluon_one_loop"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=True, gluon_prefetch=False,
                     gluon_early=False)
+    # gluon_loads_first: the keyword, the rule, the key, and refused with gluon_async
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).loads_first == cfg.GLUON_LOADS_FIRST_BY_RULE
+    lf = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True)
+    assert lf.loads_first and _key("swapab", 16, lf, "fp8")[0].endswith("_loadsfirst")
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_LOADS_FIRST", "0")
+    assert not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).loads_first
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_LOADS_FIRST", "on")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_LOADS_FIRST"):
+        swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_LOADS_FIRST")
+    with pytest.raises(ValueError, match="gluon_loads_first"):
+        swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True, gluon_async=True)
 
 
 def test_gluon_banks_rule(monkeypatch):
@@ -694,6 +706,23 @@ def test_gluon_early_slot_ids_give_the_same_bits(case, fused):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_early"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_early=True, gluon_prefetch=False)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("opts", [dict(), dict(gluon_fused=True), dict(gluon_half=True), dict(gluon_one_loop=True),
+                                  dict(num_splits=3)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8"])
+def test_gluon_loads_first_gives_the_same_bits(case, opts):
+    """gluon_loads_first issues a tile's record loads before its first store: the same values decoded into the
+    same tile, so the same output and LSE bits; refused with gluon_async."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 11)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_loads_first=False, **opts)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_loads_first=True, **opts)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    with pytest.raises(ValueError, match="gluon_loads_first"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_loads_first=True, gluon_async=True)
 
 
 @pytest.mark.cuda

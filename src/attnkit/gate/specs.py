@@ -497,6 +497,9 @@ for _name, _kw, _what in (
         ("mqa_decode/gluon_swapab_one_loop", dict(gluon_one_loop=True),
          "kernel: the Gluon swap-AB decode with both slot lists' tiles in one loop (gluon_one_loop; forced on every "
          "16 / 32-head shape) + the finishing merge"),
+        ("mqa_decode/gluon_swapab_loads_first", dict(gluon_loads_first=True),
+         "kernel: the Gluon swap-AB decode with each tile's record loads issued before its first store "
+         "(gluon_loads_first; forced on every 16 / 32-head shape) + the finishing merge"),
         ("mqa_decode/gluon_swapab_regs128", dict(gluon_maxnreg=128),
          "kernel: the Gluon swap-AB decode with its registers capped at 128 (gluon_maxnreg: two programs per SM, the "
          "split rule counting them; forced on every 16 / 32-head shape) + the finishing merge")):

@@ -221,6 +221,7 @@ class SwapabPlan:
     gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
     maxnreg: int | None = None  # Gluon: registers per thread at most (gluon_maxnreg; None: the compiler's choice)
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
+    loads_first: bool = False  # Gluon: a tile's four chunks' record loads issued before its first store (gluon_loads_first)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -379,6 +380,17 @@ GLUON_ONE_LOOP = Switch("gluon_one_loop", "ATTNKIT_MQA_GLUON_ONE_LOOP", None,
                         "gluon_prefetch, not gluon_async; default: the rule (off: within -1.6 / +4.2 % of two loops, "
                         "slower from 16 tokens, sweep mqa-gluon-one-loop)")
 GLUON_ONE_LOOP_BY_RULE = False
+# A tile's record loads all issued before its first decoded chunk is stored (gluon_loads_first). The decode runs in
+# four 128-dim chunks, each loaded, decoded and stored to the shared tile; Gluon puts a barrier before each chunk's
+# store (the chunks are slices of one buffer), and a global load is not moved across a barrier, so in the sm_90 SASS
+# (compile_check, 8 warps, the rule's variants) chunk 2's loads issue after chunk 0's store barrier and chunk 3's after
+# chunk 1's: two round trips to memory per tile where one would do. With the option every chunk's loads come before
+# the first barrier (16 / 32 heads, fp8 / nvfp4, both list loops; 174-228 registers, no spill). The same bits.
+GLUON_LOADS_FIRST = Switch("gluon_loads_first", "ATTNKIT_MQA_GLUON_LOADS_FIRST", None,
+                           "Gluon swap-AB kernel: a tile's four 128-dim chunks of records all loaded before the first "
+                           "is decoded and stored (else chunk by chunk, the later chunks' loads held behind the first "
+                           "chunks' store barriers); not with gluon_async; default: the rule (GLUON_LOADS_FIRST_BY_RULE)")
+GLUON_LOADS_FIRST_BY_RULE = False
 
 
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
@@ -395,7 +407,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
-                gluon_one_loop: bool | None = None) -> SwapabPlan:
+                gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -439,10 +451,16 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "gluon_async")
         if one and not gluon_prefetch:
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
+        lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
+        if lf is None:  # the rule (see GLUON_LOADS_FIRST)
+            lf = GLUON_LOADS_FIRST_BY_RULE and not use_async
+        if lf and use_async:
+            raise ValueError("gluon_loads_first: orders the register loads of the records; it cannot be combined "
+                             "with gluon_async")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
-                          maxnreg=maxnreg, one_loop=bool(one))
+                          maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -79,11 +79,10 @@ def _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N: gl.constexpr, PERTURB: gl.const
 
 
 @gluon.jit
-def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
-                  PERTURB: gl.constexpr, L3: gl.constexpr):
-    """Load, decode (exactly, into bf16) and store dims 128 c .. 128 c + 127 of the tile's records (rec [BLOCK_N]
-    record pointers, rows masked by ok): [BLOCK_N, 8, 16] fp8 codes (16 per thread, two groups per 32-dim
-    block) or [BLOCK_N, 8, 8] e2m1 byte pairs (one 16-dim block per group), and one scale byte per group."""
+def _load_chunk(rec, ok, c: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr):
+    """The raw bytes of dims 128 c .. 128 c + 127 of the tile's records (rec [BLOCK_N] record pointers, rows masked
+    by ok): [BLOCK_N, 8, 16] fp8 codes (16 per thread, two groups per 32-dim block) or [BLOCK_N, 8, 8] e2m1 byte
+    pairs (one 16-dim block per group), and one scale byte per group [BLOCK_N, 8]."""
     g = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))
     rp = rec[:, None, None]
     m3 = ok[:, None, None]
@@ -94,17 +93,35 @@ def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP
         blk = c * 8 + g
         if PERTURB == 2:  # the deliberately wrong variant: each block reads its neighbour's scale
             blk = (blk + 1) % 32
-        x = _e2m1_block_values(b, gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0), BLOCK_N, NVFP4)
+        s = gl.load(rec[:, None] + 256 + blk[None, :], mask=m2, other=0)
     else:
         e = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
         b = gl.load(rp + (c * 128 + g[None, :, None] * 16 + e[None, None, :]), mask=m3, other=0)
         blk = c * 4 + g // 2
         if PERTURB == 2:
             blk = (blk + 1) % 16
-        sc = _ue8m0_scale(gl.load(rec[:, None] + 512 + blk[None, :], mask=m2, other=0))
+        s = gl.load(rec[:, None] + 512 + blk[None, :], mask=m2, other=0)
+    return b, s
+
+
+@gluon.jit
+def _store_chunk(b, s, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr):
+    """Decode (exactly, into bf16) the raw bytes of _load_chunk and store them as dims 128 c .. 128 c + 127."""
+    if NVFP4:
+        x = _e2m1_block_values(b, s, BLOCK_N, NVFP4)
+    else:
+        sc = _ue8m0_scale(s)
         x = gl.reshape((b.to(gl.float8e4nv, bitcast=True).to(gl.float32) * sc[:, :, None]).to(gl.bfloat16),
                        [BLOCK_N, 128])
     kv_smem.slice(c * 128, 128, dim=1).store(x)
+
+
+@gluon.jit
+def _decode_chunk(rec, ok, kv_smem, c: gl.constexpr, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                  PERTURB: gl.constexpr, L3: gl.constexpr):
+    """Load, decode and store dims 128 c .. 128 c + 127 of the tile's records (_load_chunk, _store_chunk)."""
+    b, s = _load_chunk(rec, ok, c, NVFP4, PERTURB, L3)
+    _store_chunk(b, s, kv_smem, c, BLOCK_N, NVFP4)
 
 
 @gluon.jit
@@ -158,27 +175,39 @@ def _e2m1_f16_bits(nib):
 @gluon.jit
 def _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr,
                NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr,
-               LIVE: gl.constexpr, ok_s):
+               LIVE: gl.constexpr, ok_s, LOADS_FIRST: gl.constexpr = False):
     """One tile: its LIVE slots' records (slot, ok [LIVE]) decoded into the first LIVE rows of kv_smem, then the
     products over all BLOCK_N rows with ok_s [BLOCK_N] (rows past LIVE invalid; their shared rows hold zeros)."""
-    _tile_decode(CACHE, stride_rec, slot, ok, kv_smem, BLOCK_N, NVFP4, PERTURB, L3, LIVE)
+    _tile_decode(CACHE, stride_rec, slot, ok, kv_smem, BLOCK_N, NVFP4, PERTURB, L3, LIVE, LOADS_FIRST)
     return _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
 
 
 @gluon.jit
 def _tile_decode(CACHE, stride_rec, slot, ok, kv_smem, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
-                 PERTURB: gl.constexpr, L3: gl.constexpr, LIVE: gl.constexpr):
+                 PERTURB: gl.constexpr, L3: gl.constexpr, LIVE: gl.constexpr, LOADS_FIRST: gl.constexpr = False):
     """A tile's LIVE slots' records (slot, ok [LIVE]) decoded into the first LIVE rows of kv_smem, fenced for the
-    warpgroup MMAs and visible to every warp."""
+    warpgroup MMAs and visible to every warp. LOADS_FIRST: the four 128-dim chunks' loads all issued before the
+    first chunk is decoded and stored (else chunk by chunk, and the barrier before each chunk's store keeps the
+    next chunks' loads behind it: sm_90 SASS)."""
     rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
     if LIVE < BLOCK_N:
         kv_dst = kv_smem.slice(0, LIVE, dim=0)
     else:
         kv_dst = kv_smem
-    _decode_chunk(rec, ok, kv_dst, 0, LIVE, NVFP4, PERTURB, L3)
-    _decode_chunk(rec, ok, kv_dst, 1, LIVE, NVFP4, PERTURB, L3)
-    _decode_chunk(rec, ok, kv_dst, 2, LIVE, NVFP4, PERTURB, L3)
-    _decode_chunk(rec, ok, kv_dst, 3, LIVE, NVFP4, PERTURB, L3)
+    if LOADS_FIRST:  # every chunk's loads issued before the first store (whose barrier would hold the later loads)
+        b0, s0 = _load_chunk(rec, ok, 0, NVFP4, PERTURB, L3)
+        b1, s1 = _load_chunk(rec, ok, 1, NVFP4, PERTURB, L3)
+        b2, s2 = _load_chunk(rec, ok, 2, NVFP4, PERTURB, L3)
+        b3, s3 = _load_chunk(rec, ok, 3, NVFP4, PERTURB, L3)
+        _store_chunk(b0, s0, kv_dst, 0, LIVE, NVFP4)
+        _store_chunk(b1, s1, kv_dst, 1, LIVE, NVFP4)
+        _store_chunk(b2, s2, kv_dst, 2, LIVE, NVFP4)
+        _store_chunk(b3, s3, kv_dst, 3, LIVE, NVFP4)
+    else:
+        _decode_chunk(rec, ok, kv_dst, 0, LIVE, NVFP4, PERTURB, L3)
+        _decode_chunk(rec, ok, kv_dst, 1, LIVE, NVFP4, PERTURB, L3)
+        _decode_chunk(rec, ok, kv_dst, 2, LIVE, NVFP4, PERTURB, L3)
+        _decode_chunk(rec, ok, kv_dst, 3, LIVE, NVFP4, PERTURB, L3)
     fence_async_shared()
     gl.thread_barrier()
 
@@ -199,7 +228,8 @@ def _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N: gl.constexpr, LIVE: gl.
 @gluon.jit
 def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
                BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
-               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, slot0=None, ok0=None, LIVE: gl.constexpr = 64):
+               L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, slot0=None, ok0=None, LIVE: gl.constexpr = 64,
+               LOADS_FIRST: gl.constexpr = False):
     """The tiles of one list, LIVE slots each (BLOCK_N, or half of it: the tile's other rows stay zero). slot0, ok0
     (EARLY, with PREFETCH): the first tile's slot ids, loaded by the caller."""
     rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
@@ -213,7 +243,7 @@ def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_sme
             slot_n, ok_n = _tile_slots(IDX_ROW, p0 + LIVE, p_end, first, LIVE, PERTURB, rows_l)
             ok_s = _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
-                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s)
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s, LOADS_FIRST)
             slot = slot_n
             ok = ok_n
     else:
@@ -221,7 +251,7 @@ def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_sme
             slot, ok = _tile_slots(IDX_ROW, p0, p_end, first, LIVE, PERTURB, rows_l)
             ok_s = _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
             m_i, l_i, acc = _tile_step(CACHE, stride_rec, slot, ok, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
-                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s)
+                                       BLOCK_N, NVFP4, PERTURB, L3, s_l, o_l, LIVE, ok_s, LOADS_FIRST)
     return m_i, l_i, acc
 
 
@@ -239,7 +269,7 @@ def _first_slots(swa_row, comp_row, n0, w1, c0, c1, first_c, LIVE: gl.constexpr,
 def _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_swa, stride_comp, kv_smem, q_smem,
                 p_smem, m_i, l_i, acc, sm_scale, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr,
                 L3w: gl.constexpr, L3c: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, LIVE: gl.constexpr = 64,
-                slot0=None, ok0=None):
+                slot0=None, ok0=None, LOADS_FIRST: gl.constexpr = False):
     """ONE_LOOP: the tiles of both lists (the window's, then the compressed list's) in one loop, each tile's list,
     cache and bounds selected by its index, the next tile's slot ids loaded before the current tile's records (as
     _list_loop with PREFETCH). The same tiles in the same order, so the same bits. One loop body: ptxas keeps the
@@ -268,14 +298,14 @@ def _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_sw
         # the decode branches by list (nvfp4 compressed records); the products are one copy for both lists
         if NVFP4:
             if is_w:
-                _tile_decode(SWA, stride_swa, slot, ok, kv_smem, BLOCK_N, False, PERTURB, L3w, LIVE)
+                _tile_decode(SWA, stride_swa, slot, ok, kv_smem, BLOCK_N, False, PERTURB, L3w, LIVE, LOADS_FIRST)
             else:
                 rc_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3c))
                 _tile_decode(COMP, stride_comp, gl.convert_layout(slot, rc_l), gl.convert_layout(ok, rc_l), kv_smem,
-                             BLOCK_N, NVFP4, PERTURB, L3c, LIVE)
+                             BLOCK_N, NVFP4, PERTURB, L3c, LIVE, LOADS_FIRST)
         else:
             _tile_decode(gl.where(is_w, SWA, COMP), gl.where(is_w, stride_swa, stride_comp), slot, ok, kv_smem,
-                         BLOCK_N, False, PERTURB, L3w, LIVE)
+                         BLOCK_N, False, PERTURB, L3w, LIVE, LOADS_FIRST)
         m_i, l_i, acc = _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
         slot = slot_n
         ok = ok_n
@@ -463,6 +493,7 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
+    LOADS_FIRST: gl.constexpr = False,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -586,21 +617,25 @@ def mqa_swapab_gluon_kernel(
         if EARLY:
             m_i, l_i, acc = _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_swa,
                                         stride_comp, kv_smem, q_t, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4,
-                                        PERTURB, L3w, L3c, s_l, o_l, LIVE, slot_0, ok_0)
+                                        PERTURB, L3w, L3c, s_l, o_l, LIVE, slot_0, ok_0, LOADS_FIRST)
         else:
             m_i, l_i, acc = _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_swa,
                                         stride_comp, kv_smem, q_t, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4,
-                                        PERTURB, L3w, L3c, s_l, o_l, LIVE)
+                                        PERTURB, L3w, L3c, s_l, o_l, LIVE, None, None, LOADS_FIRST)
     elif EARLY:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
-                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w, LIVE)
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
+                                   LIVE, LOADS_FIRST)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
-                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c, LIVE)
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
+                                   LIVE, LOADS_FIRST)
     else:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
-                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, None, None, LIVE)
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, None, None,
+                                   LIVE, LOADS_FIRST)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
-                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, None, None, LIVE)
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, None, None,
+                                   LIVE, LOADS_FIRST)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
     gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)

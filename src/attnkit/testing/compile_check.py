@@ -341,6 +341,14 @@ def _variants():
                     dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), ONE_LOOP=True),
                     dict(num_warps=8)))
+    for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_loads_first (a tile's record loads
+        # before its first store), as the rule's early loads and banks (nvfp4) compile
+        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
+                    + " loads_first", mqa_swapab_gluon_kernel,
+                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
+                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True),
+                    dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
@@ -513,6 +521,22 @@ def mma_descriptor_moves(name: str, arch: int = 90) -> list[dict]:
         ops = collections.Counter(_OPCODE.match(b).group(1).split(".")[0] for b in body)
         if ops["HGMMA"]:
             out.append(dict(instructions=len(body), hgmma=ops["HGMMA"], r2ur=ops["R2UR"], umov=ops["UMOV"]))
+    return out
+
+
+def loads_before_first_barrier(name: str, arch: int = 90) -> list[dict]:
+    """Per loop of the variant `name` that issues warpgroup MMAs: how many of its 64- and 128-bit global loads (the
+    record codes: 16 fp8 codes or 8 e2m1 byte pairs a load) come before its first barrier, and how many after it."""
+    fn, ptrs, constexprs, options = _variant(name)
+    cubin = compile_variant(fn, ptrs, constexprs, options, arch).asm["cubin"]
+    out = []
+    for body in _loop_bodies(cubin):
+        ops = [_OPCODE.match(b).group(1) for b in body]
+        if not any(o.startswith("HGMMA") for o in ops):
+            continue
+        bar = next(i for i, o in enumerate(ops) if o.startswith("BAR"))
+        wide = [i for i, o in enumerate(ops) if o.startswith("LDG") and (".128" in o or ".64" in o)]
+        out.append(dict(before=sum(i < bar for i in wide), after=sum(i > bar for i in wide)))
     return out
 
 
