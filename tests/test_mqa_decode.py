@@ -423,7 +423,7 @@ def test_gluon_dispatch_rule_and_plan():
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).gluon_early  # but with async
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=False).gluon_early
     from attnkit.mqa_decode.interface import _key
-    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early"  # the warm-up compiles what a step launches
+    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst"  # the warm-up compiles what a step launches
 
 
 def test_gluon_one_loop_option(monkeypatch):
@@ -441,7 +441,7 @@ def test_gluon_one_loop_option(monkeypatch):
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "1")
     one = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
     assert one.one_loop and not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=False).one_loop
-    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop"
+    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst"
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "yes")
     with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_ONE_LOOP"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
@@ -455,6 +455,8 @@ def test_gluon_one_loop_option(monkeypatch):
     assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).loads_first == cfg.GLUON_LOADS_FIRST_BY_RULE
     lf = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True)
     assert lf.loads_first and _key("swapab", 16, lf, "fp8")[0].endswith("_loadsfirst")
+    assert not swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True).loads_first  # the rule: not with the fused merge
+    assert not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).loads_first
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_LOADS_FIRST", "0")
     assert not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).loads_first
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_LOADS_FIRST", "on")
@@ -629,8 +631,8 @@ def test_gluon_half_tile_plan(monkeypatch):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half=True, gluon_async=True)
     with pytest.raises(ValueError, match="gluon_half"):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half="yes")
-    assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half"
-    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early"
+    assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half_loadsfirst"
+    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst"
     monkeypatch.setattr(C, "GLUON_HALF_BY_RULE", True)
     assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).live for T in (1, 4, 6, 7, 8, 16)] == \
         [32, 32, 32, 64, 64, 64]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens

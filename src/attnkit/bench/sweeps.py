@@ -988,6 +988,18 @@ SWEEPS["mqa-gluon-one-loop"] = Sweep(
      ("step-one-loop", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_one_loop=True))))
 
 
+SWEEPS["mqa-gluon-loads-first"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with each tile's four chunks of record loads issued before its first "
+    "store (gluon_loads_first: one round trip to memory per tile instead of two) against the rule, attention with "
+    "its merge and whole steps, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4; head-padded for the ratio the targets name",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32, 64)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("loads-first", dict(kernel="swapab", gluon=True, gluon_loads_first=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-loads-first", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_loads_first=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

@@ -386,11 +386,18 @@ GLUON_ONE_LOOP_BY_RULE = False
 # (compile_check, 8 warps, the rule's variants) chunk 2's loads issue after chunk 0's store barrier and chunk 3's after
 # chunk 1's: two round trips to memory per tile where one would do. With the option every chunk's loads come before
 # the first barrier (16 / 32 heads, fp8 / nvfp4, both list loops; 174-228 registers, no spill). The same bits.
+# Timed at bc1461a (benchmarks/sweeps/h200-bc1461a/sweep-mqa-gluon-loads-first.json, 5 rounds, paired loads first /
+# before, attention with its merge, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4): fp8 0.961-0.976 at 2-32 tokens (16
+# heads x 16 tokens 14.8 -> 14.4 us), 0.999 / 0.989 at 1 token (16 / 32 heads, p20-p80 0.97-1.03), 1.085 / 1.026 at 64
+# tokens (the fused merge, five tiles a program); nvfp4 0.977-0.994 at 2-64 tokens, 1.013 / 1.001 at 1 token; whole
+# steps 0.967-0.996 at 1-32 tokens (all 24), 1.076 / 1.028 at 64 tokens fp8, 0.993 / 0.994 nvfp4. So on where the
+# merge is launched apart (up to 47 tokens at the default lists), off where it is fused.
 GLUON_LOADS_FIRST = Switch("gluon_loads_first", "ATTNKIT_MQA_GLUON_LOADS_FIRST", None,
                            "Gluon swap-AB kernel: a tile's four 128-dim chunks of records all loaded before the first "
                            "is decoded and stored (else chunk by chunk, the later chunks' loads held behind the first "
-                           "chunks' store barriers); not with gluon_async; default: the rule (GLUON_LOADS_FIRST_BY_RULE)")
-GLUON_LOADS_FIRST_BY_RULE = False
+                           "chunks' store barriers); not with gluon_async; default: the rule, on where the merge is "
+                           "launched apart (steps 0.4-3.3 % faster at 1-32 tokens, sweep mqa-gluon-loads-first)")
+GLUON_LOADS_FIRST_BY_RULE = True
 
 
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
@@ -451,9 +458,10 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "gluon_async")
         if one and not gluon_prefetch:
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
+        fused_m = splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused)
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
-        if lf is None:  # the rule (see GLUON_LOADS_FIRST)
-            lf = GLUON_LOADS_FIRST_BY_RULE and not use_async
+        if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart
+            lf = GLUON_LOADS_FIRST_BY_RULE and not use_async and not fused_m
         if lf and use_async:
             raise ValueError("gluon_loads_first: orders the register loads of the records; it cannot be combined "
                              "with gluon_async")
