@@ -36,7 +36,7 @@ KERNEL_PATHS = {
          "and 10 us targets are met only in part (3 and 5 of 10 cases); 64 "
          "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead; a cooperative merge "
          "spread over a token's programs timed slower at e9664db and removed; two programs per SM with registers "
-         "capped (gluon_maxnreg, off) timed slower at a57b710; both slot lists in one loop (gluon_one_loop, off) no faster at 3d79a8e)", "implemented"),
+         "capped (gluon_maxnreg, off) timed slower at a57b710; both slot lists in one loop (gluon_one_loop, off) no faster at 3d79a8e; a tile's record loads all before its first store (gluon_loads_first, on up to 47 tokens) 1-4 % faster at bc1461a, not yet in a bench)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),

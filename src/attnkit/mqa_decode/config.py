@@ -191,6 +191,10 @@ SWAPAB_PER_FORMAT = Switch("swapab_per_format", "ATTNKIT_MQA_SWAPAB_PER_FORMAT",
 # nvfp4). Against the head-padded kernel as tuned since (one pipeline stage, 256 output dims at 1-2 tokens): 1.65
 # (32 heads, 2 tokens, nvfp4) at 1-16 tokens (benchmarks/results/mqa_decode-h200-2026-12-02-58f7287-headpad-dc.json)
 # and 2.04-3.73 at 32 and 64 tokens (mqa_decode-h200-2026-12-02-700beaa-t32-64.json): still every measured T.
+# Re-timed with the merge as it now is (merge_early, its dims rule) in the rule column of the mqa-gluon-one-loop
+# sweep at 3d79a8e (benchmarks/sweeps/h200-3d79a8e/sweep-mqa-gluon-one-loop.json, 5 rounds, head-padded / rule,
+# attention): 32 tokens 2.18-2.99, 64 tokens 2.68-3.70 (both head counts and formats), 1.67-2.57 at 1-16: the cutoff
+# stays the largest T measured.
 SWAPAB_T_CUTOFF_GLUON: int | None = 64
 
 
