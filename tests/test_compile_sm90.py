@@ -162,7 +162,8 @@ def test_one_loop_keeps_the_mma_descriptors_uniform():
     """gluon_one_loop (mqa_decode): with both slot lists in one loop, every warpgroup MMA's shared-memory descriptor
     stays in uniform registers (a few R2UR per loop, none per MMA) and the loop is shorter than the second of the two
     list loops, which rebuilds them per MMA in ordinary registers (more R2UR than MMAs: the check fails there)."""
-    names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early", "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks"]
+    names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early",
+             "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks"]
     two = _compiled(f"[cc.mma_descriptor_moves(x) for x in {names!r}]")
     one = _compiled(f"[cc.mma_descriptor_moves(x + ' one_loop') for x in {names!r}]")
     for name, loops2, loops1 in zip(names, two, one):

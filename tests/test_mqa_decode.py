@@ -423,7 +423,8 @@ def test_gluon_dispatch_rule_and_plan():
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).gluon_early  # but with async
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=False).gluon_early
     from attnkit.mqa_decode.interface import _key
-    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst"  # the warm-up compiles what a step launches
+    # the warm-up compiles what a step launches
+    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst"
 
 
 def test_gluon_one_loop_option(monkeypatch):

@@ -225,7 +225,7 @@ class SwapabPlan:
     gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
     maxnreg: int | None = None  # Gluon: registers per thread at most (gluon_maxnreg; None: the compiler's choice)
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
-    loads_first: bool = False  # Gluon: a tile's four chunks' record loads issued before its first store (gluon_loads_first)
+    loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.

@@ -287,8 +287,9 @@ def _lists_loop(SWA, COMP, swa_row, comp_row, n0, w1, c0, c1, first_c, stride_sw
     for i in range(0, nt_w + nt_c):
         j = i + 1
         nw = j < nt_w
-        slot_n, ok_n = _tile_slots(gl.where(nw, swa_row, comp_row), gl.where(nw, n0 + j * LIVE, c0 + (j - nt_w) * LIVE),
-                                   gl.where(nw, w1, c1), gl.where(nw, n0, first_c), LIVE, PERTURB, rows_l)
+        slot_n, ok_n = _tile_slots(gl.where(nw, swa_row, comp_row),
+                                   gl.where(nw, n0 + j * LIVE, c0 + (j - nt_w) * LIVE), gl.where(nw, w1, c1),
+                                   gl.where(nw, n0, first_c), LIVE, PERTURB, rows_l)
         is_w = i < nt_w
         idx_row = gl.where(is_w, swa_row, comp_row)
         p0 = gl.where(is_w, n0 + i * LIVE, c0 + (i - nt_w) * LIVE)

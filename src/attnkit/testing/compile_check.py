@@ -504,31 +504,30 @@ def _sass_opcodes(cubin: bytes) -> list[str]:
 _GLOBAL_MEM = ("LDG", "STG", "LDGSTS", "ATOMG", "RED", "UTMALDG", "UTMASTG", "UBLKCP")
 
 
+def _mma_loops(name: str, arch: int = 90) -> list[list[str]]:
+    """The opcodes of each loop of the variant `name` (compiled as launched) that issues warpgroup MMAs (HGMMA)."""
+    cubin = compile_named(name, arch)[0].asm["cubin"]
+    loops = ([_OPCODE.match(b).group(1) for b in body] for body in _loop_bodies(cubin))
+    return [ops for ops in loops if any(o.startswith("HGMMA") for o in ops)]
+
+
 def mma_descriptor_moves(name: str, arch: int = 90) -> list[dict]:
     """Per loop of the variant `name` that issues warpgroup MMAs: its instruction count, its MMAs (HGMMA) and its
     register-to-uniform moves (R2UR): an MMA whose shared-memory descriptors are built in ordinary registers takes
     two R2UR (and two UMOV) more each time, where descriptors kept in uniform registers take none."""
     import collections
-    fn, ptrs, constexprs, options = _variant(name)
-    cubin = compile_variant(fn, ptrs, constexprs, options, arch).asm["cubin"]
     out = []
-    for body in _loop_bodies(cubin):
-        ops = collections.Counter(_OPCODE.match(b).group(1).split(".")[0] for b in body)
-        if ops["HGMMA"]:
-            out.append(dict(instructions=len(body), hgmma=ops["HGMMA"], r2ur=ops["R2UR"], umov=ops["UMOV"]))
+    for ops in _mma_loops(name, arch):
+        n = collections.Counter(o.split(".")[0] for o in ops)
+        out.append(dict(instructions=len(ops), hgmma=n["HGMMA"], r2ur=n["R2UR"], umov=n["UMOV"]))
     return out
 
 
 def loads_before_first_barrier(name: str, arch: int = 90) -> list[dict]:
     """Per loop of the variant `name` that issues warpgroup MMAs: how many of its 64- and 128-bit global loads (the
     record codes: 16 fp8 codes or 8 e2m1 byte pairs a load) come before its first barrier, and how many after it."""
-    fn, ptrs, constexprs, options = _variant(name)
-    cubin = compile_variant(fn, ptrs, constexprs, options, arch).asm["cubin"]
     out = []
-    for body in _loop_bodies(cubin):
-        ops = [_OPCODE.match(b).group(1) for b in body]
-        if not any(o.startswith("HGMMA") for o in ops):
-            continue
+    for ops in _mma_loops(name, arch):
         bar = next(i for i, o in enumerate(ops) if o.startswith("BAR"))
         wide = [i for i, o in enumerate(ops) if o.startswith("LDG") and (".128" in o or ".64" in o)]
         out.append(dict(before=sum(i < bar for i in wide), after=sum(i > bar for i in wide)))
