@@ -187,3 +187,16 @@ def test_loads_first_issues_every_record_load_before_the_first_barrier():
         assert len(loops0) == len(loops1) == 2, (name, loops0, loops1)
         assert all(lp["after"] > 0 for lp in loops0), (name, loops0)
         assert all(lp["after"] == 0 and lp["before"] >= 8 for lp in loops1), (name, loops1)
+
+
+def test_prologue_issues_the_first_loads_before_the_first_barrier():
+    """gluon_prologue (mqa_decode), up to the first warpgroup MMA: at level 0 query loads come after the first
+    barrier (the later blocks' behind the first blocks' store barriers: the check fails there); at level 1 every
+    query load comes before it and the first tile's record loads after it; at level 2 those too come before it."""
+    names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early loads_first",
+             "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks loads_first"]
+    got = _compiled(f"[[cc.loads_by_barrier(x + s) for s in ('', ' prologue1', ' prologue2')] for x in {names!r}]")
+    for name, (lv0, lv1, lv2) in zip(names, got):
+        assert sum(lv0[1:3]) > 8, (name, lv0)  # query loads behind the first two barriers
+        assert sum(lv1[1:3]) == 0 and lv1[0] >= lv0[0] + 8 and lv1[3] >= 8, (name, lv1)
+        assert sum(lv2[1:]) <= 2 and lv2[0] >= lv1[0] + 8, (name, lv2)  # (2: the next tile's slot ids)

@@ -466,6 +466,32 @@ def test_gluon_one_loop_option(monkeypatch):
     monkeypatch.delenv("ATTNKIT_MQA_GLUON_LOADS_FIRST")
     with pytest.raises(ValueError, match="gluon_loads_first"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True, gluon_async=True)
+    # gluon_prologue: the keyword, the rule, the key, the grammar, and level 2 refused where it cannot run
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).prologue == cfg.GLUON_PROLOGUE_BY_RULE
+    for lvl in (1, 2):
+        pro = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=lvl)
+        assert pro.prologue == lvl and _key("swapab", 16, pro, "fp8")[0].endswith(f"_prologue{lvl}")
+    assert not _key("swapab", 16, swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=0),
+                    "fp8")[0].endswith("_prologue0")
+    monkeypatch.setattr(cfg, "GLUON_PROLOGUE_BY_RULE", 2)  # a level-2 rule falls back to 1 where 2 cannot run
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).prologue == 2
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, pdl_early=True).prologue == 1
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).prologue == 1
+    monkeypatch.undo()
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_PROLOGUE", "1")
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).prologue == 1
+    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=0).prologue == 0
+    for bad in ("3", "-1", "01", "1.0", "two", " 1"):
+        monkeypatch.setenv("ATTNKIT_MQA_GLUON_PROLOGUE", bad)
+        with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_PROLOGUE"):
+            swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_PROLOGUE")
+    with pytest.raises(ValueError, match="gluon_prologue"):
+        swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=3)
+    for opts in (dict(gluon_async=True), dict(gluon_one_loop=True), dict(gluon_half=True), dict(pdl_early=True),
+                 dict(gluon_early=False)):
+        with pytest.raises(ValueError, match="gluon_prologue"):
+            swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=2, **opts)
 
 
 def test_gluon_banks_rule(monkeypatch):
@@ -726,6 +752,27 @@ def test_gluon_loads_first_gives_the_same_bits(case, opts):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_loads_first"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_loads_first=True, gluon_async=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("opts", [dict(), dict(gluon_fused=True), dict(gluon_loads_first=False), dict(num_splits=1),
+                                  dict(num_splits=3), dict(num_splits=7)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8",
+                                  "mqa_decode-step-h32-t16-nvfp4"])
+def test_gluon_prologue_gives_the_same_bits(case, opts):
+    """gluon_prologue 1 / 2 issue the query's loads (2: and the split's first tile's records) before the query is
+    stored: the same values in the same tiles and order, so the same output and LSE bits as level 0 (splits of
+    one, three and seven tiles: a first tile in the window list, in the compressed list, and splits that span
+    both); level 2 refused with gluon_async."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 13)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=0, **opts)
+    for lvl in (1, 2):
+        b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=lvl, **opts)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), lvl
+    with pytest.raises(ValueError, match="gluon_prologue"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=2, gluon_async=True)
 
 
 @pytest.mark.cuda

@@ -1000,6 +1000,20 @@ SWEEPS["mqa-gluon-loads-first"] = Sweep(
      ("step-loads-first", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_loads_first=True))))
 
 
+SWEEPS["mqa-gluon-prologue"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with a program's first loads issued before the query is stored "
+    "(gluon_prologue 1: every query load before the first of the query's store barriers; 2: the split's first "
+    "tile's records too) against the rule (0), attention with its merge and whole steps (there level 2 cannot run: "
+    "pdl_early_inputs), 16 / 32 heads x 1-64 tokens x fp8 / nvfp4; head-padded for the ratio the targets name",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32, 64)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("prologue1", dict(kernel="swapab", gluon=True, gluon_prologue=1)),
+     ("prologue2", dict(kernel="swapab", gluon=True, gluon_prologue=2)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-prologue1", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_prologue=1))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

@@ -226,6 +226,7 @@ class SwapabPlan:
     maxnreg: int | None = None  # Gluon: registers per thread at most (gluon_maxnreg; None: the compiler's choice)
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
     loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
+    prologue: int = 0  # Gluon: how much of a program's first loads come before the query's stores (gluon_prologue)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -402,6 +403,22 @@ GLUON_LOADS_FIRST = Switch("gluon_loads_first", "ATTNKIT_MQA_GLUON_LOADS_FIRST",
                            "chunks' store barriers); not with gluon_async; default: the rule, on where the merge is "
                            "launched apart (steps 0.4-3.3 % faster at 1-32 tokens, sweep mqa-gluon-loads-first)")
 GLUON_LOADS_FIRST_BY_RULE = True
+# A program's first loads (gluon_prologue). The query is stored to shared memory in four column blocks (dims 0-255,
+# 256-383, 384-447 and the rotated 448-511), and as with the record chunks (gluon_loads_first) Gluon puts a barrier
+# before each block's store, which no later load passes: in the sm_90 SASS (compile_check, 8 warps, the rule's
+# variants) the loads of the third and fourth blocks and of the RoPE inputs issue after the first two barriers, and
+# the first tile's record loads after the third: about four round trips to memory before the first product. Level
+# 1: every query load before the first store (two round trips: the query's, then the records'); level 2: the
+# split's first tile's records too (loaded from the early slot ids before the query is stored: the two round trips
+# overlap; that tile is the window list's where the split starts there, else the compressed list's). The same bits.
+# Level 2 needs gluon_early and whole tiles, and not pdl_early_inputs (whose wait must come before every record
+# load): there the rule takes level 1.
+GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None, 0, 2,
+                           "Gluon swap-AB kernel: 0, each query block's loads after the previous block's store; 1, "
+                           "every query load before the first store; 2, the split's first tile's record loads too "
+                           "(needs gluon_early, whole tiles, not with gluon_async, gluon_one_loop or "
+                           "pdl_early_inputs); default: the rule (GLUON_PROLOGUE_BY_RULE)")
+GLUON_PROLOGUE_BY_RULE = 0
 
 
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
@@ -418,7 +435,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_early: bool | None = None, gluon_prefetch: bool = True,
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
-                gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None) -> SwapabPlan:
+                gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
+                gluon_prologue: int | None = None, pdl_early: bool = False) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -469,10 +487,18 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if lf and use_async:
             raise ValueError("gluon_loads_first: orders the register loads of the records; it cannot be combined "
                              "with gluon_async")
+        pro = GLUON_PROLOGUE.resolve(gluon_prologue)
+        two_ok = bool(early) and live == 64 and not use_async and not one and not pdl_early
+        if pro is None:  # the rule (see GLUON_PROLOGUE): level 2 where it can run, else 1
+            pro = GLUON_PROLOGUE_BY_RULE if GLUON_PROLOGUE_BY_RULE < 2 or two_ok else 1
+        if pro == 2 and not two_ok:
+            raise ValueError("gluon_prologue: level 2 loads the first tile's records from the early slot ids of the "
+                             "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
+                             "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
-                          maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf))
+                          maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

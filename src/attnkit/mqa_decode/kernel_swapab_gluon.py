@@ -189,25 +189,48 @@ def _tile_decode(CACHE, stride_rec, slot, ok, kv_smem, BLOCK_N: gl.constexpr, NV
     warpgroup MMAs and visible to every warp. LOADS_FIRST: the four 128-dim chunks' loads all issued before the
     first chunk is decoded and stored (else chunk by chunk, and the barrier before each chunk's store keeps the
     next chunks' loads behind it: sm_90 SASS)."""
-    rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
-    if LIVE < BLOCK_N:
-        kv_dst = kv_smem.slice(0, LIVE, dim=0)
-    else:
-        kv_dst = kv_smem
     if LOADS_FIRST:  # every chunk's loads issued before the first store (whose barrier would hold the later loads)
-        b0, s0 = _load_chunk(rec, ok, 0, NVFP4, PERTURB, L3)
-        b1, s1 = _load_chunk(rec, ok, 1, NVFP4, PERTURB, L3)
-        b2, s2 = _load_chunk(rec, ok, 2, NVFP4, PERTURB, L3)
-        b3, s3 = _load_chunk(rec, ok, 3, NVFP4, PERTURB, L3)
-        _store_chunk(b0, s0, kv_dst, 0, LIVE, NVFP4)
-        _store_chunk(b1, s1, kv_dst, 1, LIVE, NVFP4)
-        _store_chunk(b2, s2, kv_dst, 2, LIVE, NVFP4)
-        _store_chunk(b3, s3, kv_dst, 3, LIVE, NVFP4)
+        b0, s0, b1, s1, b2, s2, b3, s3 = _load_tile(CACHE, stride_rec, slot, ok, NVFP4, PERTURB, L3)
+        _store_tile(b0, s0, b1, s1, b2, s2, b3, s3, kv_smem, BLOCK_N, NVFP4, LIVE)
     else:
+        rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
+        if LIVE < BLOCK_N:
+            kv_dst = kv_smem.slice(0, LIVE, dim=0)
+        else:
+            kv_dst = kv_smem
         _decode_chunk(rec, ok, kv_dst, 0, LIVE, NVFP4, PERTURB, L3)
         _decode_chunk(rec, ok, kv_dst, 1, LIVE, NVFP4, PERTURB, L3)
         _decode_chunk(rec, ok, kv_dst, 2, LIVE, NVFP4, PERTURB, L3)
         _decode_chunk(rec, ok, kv_dst, 3, LIVE, NVFP4, PERTURB, L3)
+        fence_async_shared()
+        gl.thread_barrier()
+
+
+@gluon.jit
+def _load_tile(CACHE, stride_rec, slot, ok, NVFP4: gl.constexpr, PERTURB: gl.constexpr, L3: gl.constexpr):
+    """The raw bytes of a tile's records (slot, ok), its four 128-dim chunks (_load_chunk): loads only, so that
+    nothing between them and their use holds them back."""
+    rec = CACHE + gl.where(ok, slot, 0).to(gl.int64) * stride_rec
+    b0, s0 = _load_chunk(rec, ok, 0, NVFP4, PERTURB, L3)
+    b1, s1 = _load_chunk(rec, ok, 1, NVFP4, PERTURB, L3)
+    b2, s2 = _load_chunk(rec, ok, 2, NVFP4, PERTURB, L3)
+    b3, s3 = _load_chunk(rec, ok, 3, NVFP4, PERTURB, L3)
+    return b0, s0, b1, s1, b2, s2, b3, s3
+
+
+@gluon.jit
+def _store_tile(b0, s0, b1, s1, b2, s2, b3, s3, kv_smem, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                LIVE: gl.constexpr):
+    """A tile's raw records (_load_tile) decoded into the first LIVE rows of kv_smem, fenced for the warpgroup MMAs
+    and visible to every warp."""
+    if LIVE < BLOCK_N:
+        kv_dst = kv_smem.slice(0, LIVE, dim=0)
+    else:
+        kv_dst = kv_smem
+    _store_chunk(b0, s0, kv_dst, 0, LIVE, NVFP4)
+    _store_chunk(b1, s1, kv_dst, 1, LIVE, NVFP4)
+    _store_chunk(b2, s2, kv_dst, 2, LIVE, NVFP4)
+    _store_chunk(b3, s3, kv_dst, 3, LIVE, NVFP4)
     fence_async_shared()
     gl.thread_barrier()
 
@@ -434,6 +457,61 @@ def _list_loop_async(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem,
 
 
 @gluon.jit
+def _q_cols(Q_ROW, stride_qh, lo: gl.constexpr, n: gl.constexpr, H: gl.constexpr, q_ld: gl.constexpr):
+    """Query dims lo .. lo + n of the H heads of one token, [H, n] bf16 (8 dims a thread)."""
+    h = gl.arange(0, H, layout=gl.SliceLayout(1, q_ld))[:, None]
+    d = lo + gl.arange(0, n, layout=gl.SliceLayout(0, q_ld))[None, :]
+    return gl.load(Q_ROW + h * stride_qh + d)
+
+
+@gluon.jit
+def _rope_loads(Q_ROW, stride_qh, COS_SIN, pos, H: gl.constexpr, q_ld: gl.constexpr):
+    """The RoPE dims' inputs: x (dims 448-511) and each dim's pair partner [H, 64] bf16, cos and sin at pos."""
+    h = gl.arange(0, H, layout=gl.SliceLayout(1, q_ld))[:, None]
+    d = 448 + gl.arange(0, 64, layout=gl.SliceLayout(0, q_ld))[None, :]
+    x = gl.load(Q_ROW + h * stride_qh + d)
+    partner = gl.load(Q_ROW + h * stride_qh + (d ^ 1))
+    i = (d - 448) // 2 + 0 * h
+    c = gl.load(COS_SIN + pos * 64 + i)
+    sn = gl.load(COS_SIN + pos * 64 + 32 + i)
+    return x, partner, c, sn
+
+
+@gluon.jit
+def _rope(x, partner, c, sn, q_ld: gl.constexpr):
+    """The RoPE dims rotated in fp32 (pairs (2i, 2i+1)): even d x c - x' s, odd d x' s + x c (x' the partner)."""
+    d = 448 + gl.arange(0, 64, layout=gl.SliceLayout(0, q_ld))[None, :]
+    xf = x.to(gl.float32)
+    pf = partner.to(gl.float32)
+    return (xf * c + gl.where(d % 2 == 0, -pf, pf) * sn).to(gl.bfloat16)
+
+
+@gluon.jit
+def _query_stores(q_smem, q0, q1, q2, x, partner, c, sn, q_ld: gl.constexpr):
+    """The query's loads (_q_cols, _rope_loads) stored as Q [H, 512] (its RoPE dims rotated)."""
+    q_smem.slice(0, 256, dim=1).store(q0)
+    q_smem.slice(256, 128, dim=1).store(q1)
+    q_smem.slice(384, 64, dim=1).store(q2)
+    q_smem.slice(448, 64, dim=1).store(_rope(x, partner, c, sn, q_ld))
+
+
+@gluon.jit
+def _first_tile(CACHE, stride_rec, IDX_ROW, p0, p_end, first, slot, ok, q_smem, q_t, kv_smem, p_smem, m_i, l_i, acc,
+                sm_scale, q0, q1, q2, x, partner, c, sn, BLOCK_N: gl.constexpr, NVFP4: gl.constexpr,
+                PERTURB: gl.constexpr, L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, q_ld: gl.constexpr):
+    """PROLOGUE 2: a split's first tile (list positions p0 .., slot ids slot, ok) with the query's stores: its
+    records loaded before the query (already loaded: q0 .. sn) is stored, then the tile's products. Returns the
+    next tile's slot ids (loaded before the products, as the list loop's prefetch) with m, l, acc."""
+    rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
+    b0, s0, b1, s1, b2, s2, b3, s3 = _load_tile(CACHE, stride_rec, slot, ok, NVFP4, PERTURB, L3)
+    _query_stores(q_smem, q0, q1, q2, x, partner, c, sn, q_ld)
+    slot_n, ok_n = _tile_slots(IDX_ROW, p0 + BLOCK_N, p_end, first, BLOCK_N, PERTURB, rows_l)
+    _store_tile(b0, s0, b1, s1, b2, s2, b3, s3, kv_smem, BLOCK_N, NVFP4, BLOCK_N)
+    m_i, l_i, acc = _tile_products(ok, kv_smem, q_t, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
+    return slot_n, ok_n, m_i, l_i, acc
+
+
+@gluon.jit
 def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H: gl.constexpr,
                  SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, Lo: gl.constexpr):
     """The finishing merge of token t (kernel_merge's arithmetic), run by the token's last program to finish: the
@@ -494,7 +572,7 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
-    LOADS_FIRST: gl.constexpr = False,
+    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -578,23 +656,21 @@ def mqa_swapab_gluon_kernel(
     # the query of token t as Q [H, 512] bf16 in shared memory (the score product reads it transposed), its last
     # 64 dims rotated in fp32 at pos (pairs (2i, 2i+1), cos_sin row = 32 cos then 32 sin); 8 dims per thread, stored
     # in 16-byte vectors, in column blocks 0-255, 256-383, 384-447, 448-511 so that few values are live at once
-    h = gl.arange(0, H, layout=gl.SliceLayout(1, q_ld))[:, None]
-    base = Q + t.to(gl.int64) * stride_qt + h * stride_qh
+    q_row = Q + t.to(gl.int64) * stride_qt
     q_smem = gl.allocate_shared_memory(gl.bfloat16, [H, 512], kv_sl)
-    d = gl.arange(0, 256, layout=gl.SliceLayout(0, q_ld))[None, :]
-    q_smem.slice(0, 256, dim=1).store(gl.load(base + d))
-    d = 256 + gl.arange(0, 128, layout=gl.SliceLayout(0, q_ld))[None, :]
-    q_smem.slice(256, 128, dim=1).store(gl.load(base + d))
-    d = 384 + gl.arange(0, 64, layout=gl.SliceLayout(0, q_ld))[None, :]
-    q_smem.slice(384, 64, dim=1).store(gl.load(base + d))
-    d = 448 + gl.arange(0, 64, layout=gl.SliceLayout(0, q_ld))[None, :]
-    x = gl.load(base + d).to(gl.float32)
-    partner = gl.load(base + (d ^ 1)).to(gl.float32)
-    i = (d - 448) // 2 + 0 * h
-    c = gl.load(COS_SIN + pos * 64 + i)
-    sn = gl.load(COS_SIN + pos * 64 + 32 + i)
-    # even d: x c - x' s; odd d: x' s + x c (x' the pair's other member)
-    q_smem.slice(448, 64, dim=1).store((x * c + gl.where(d % 2 == 0, -partner, partner) * sn).to(gl.bfloat16))
+    if PROLOGUE == 0:  # each block's loads issued after the previous block's store (and the barrier before it)
+        q_smem.slice(0, 256, dim=1).store(_q_cols(q_row, stride_qh, 0, 256, H, q_ld))
+        q_smem.slice(256, 128, dim=1).store(_q_cols(q_row, stride_qh, 256, 128, H, q_ld))
+        q_smem.slice(384, 64, dim=1).store(_q_cols(q_row, stride_qh, 384, 64, H, q_ld))
+        x, partner, c, sn = _rope_loads(q_row, stride_qh, COS_SIN, pos, H, q_ld)
+        q_smem.slice(448, 64, dim=1).store(_rope(x, partner, c, sn, q_ld))
+    else:  # every query load issued before the first store (PROLOGUE 2: the stores come with the first tile)
+        q0 = _q_cols(q_row, stride_qh, 0, 256, H, q_ld)
+        q1 = _q_cols(q_row, stride_qh, 256, 128, H, q_ld)
+        q2 = _q_cols(q_row, stride_qh, 384, 64, H, q_ld)
+        x, partner, c, sn = _rope_loads(q_row, stride_qh, COS_SIN, pos, H, q_ld)
+        if PROLOGUE == 1:
+            _query_stores(q_smem, q0, q1, q2, x, partner, c, sn, q_ld)
     q_t = q_smem.permute((1, 0))  # Q^T [512, H]
     kv_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 512], kv_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, H], p_sl)
@@ -606,7 +682,33 @@ def mqa_swapab_gluon_kernel(
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
     acc = gl.zeros([512, H], gl.float32, layout=o_l)  # O^T
-    if ASYNC:
+    if PROLOGUE == 2:
+        # the split's first tile's records loaded before the query is stored, so that their round trip overlaps
+        # the query's; the tile is the window list's when the split starts there, else the compressed list's
+        # (a split without slots: an all-invalid tile, which changes nothing)
+        gl.static_assert(EARLY and PREFETCH and not ASYNC and not ONE_LOOP and LIVE == BLOCK_N and not PDL_EARLY,
+                         "PROLOGUE 2 takes the EARLY slot ids of the two-loop PREFETCH kernel, whole tiles, no "
+                         "PDL_EARLY (whose wait comes before every record load)")
+        w_start = n0
+        c_start = c0
+        if n0 < w1:
+            slot_w, ok_w, m_i, l_i, acc = _first_tile(SWA, stride_swa, swa_row, n0, w1, n0, slot_w, ok_w, q_smem, q_t,
+                                                      kv_smem, p_smem, m_i, l_i, acc, sm_scale, q0, q1, q2, x,
+                                                      partner, c, sn, BLOCK_N, False, PERTURB, L3w, s_l, o_l, q_ld)
+            w_start = n0 + BLOCK_N
+        else:
+            slot_c, ok_c, m_i, l_i, acc = _first_tile(COMP, stride_comp, comp_row, c0, c1, first_c, slot_c, ok_c,
+                                                      q_smem, q_t, kv_smem, p_smem, m_i, l_i, acc, sm_scale, q0, q1,
+                                                      q2, x, partner, c, sn, BLOCK_N, NVFP4, PERTURB, L3c, s_l, o_l,
+                                                      q_ld)
+            c_start = c0 + BLOCK_N
+        m_i, l_i, acc = _list_loop(SWA, swa_row, w_start, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
+                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
+                                   LIVE, LOADS_FIRST)
+        m_i, l_i, acc = _list_loop(COMP, comp_row, c_start, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
+                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
+                                   LIVE, LOADS_FIRST)
+    elif ASYNC:
         m_i, l_i, acc = _list_loop_async(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, raw_codes,
                                          raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, False, PERTURB, L3w, L4,
                                          cpw_l, scw_l, s_l, o_l, window_first)

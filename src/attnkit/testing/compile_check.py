@@ -344,6 +344,16 @@ def _variants():
                         dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                              ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), **{flag: True}),
                         dict(num_warps=8)))
+    # the option gluon_prologue: 1, the query's loads all before its first store; 2, the split's first tile's records
+    # too (as the rule's loads first, early loads and banks (nvfp4) compile)
+    for lvl in (1, 2):
+        for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):
+            out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
+                        + f" loads_first prologue{lvl}", mqa_swapab_gluon_kernel,
+                        dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                        dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
+                             ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
+                             LOADS_FIRST=True, PROLOGUE=lvl), dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
@@ -532,6 +542,17 @@ def loads_before_first_barrier(name: str, arch: int = 90) -> list[dict]:
         wide = [i for i, o in enumerate(ops) if o.startswith("LDG") and (".128" in o or ".64" in o)]
         out.append(dict(before=sum(i < bar for i in wide), after=sum(i > bar for i in wide)))
     return out
+
+
+def loads_by_barrier(name: str, arch: int = 90) -> list[int]:
+    """The variant `name`'s global loads (LDG) from its start to its first warpgroup MMA, counted per stretch between
+    barriers: element 0 the loads before the first barrier, element i those between barriers i and i + 1. A load
+    behind a barrier waits for every warp to reach it, so each nonempty stretch is a round trip to memory."""
+    ops = _sass_opcodes(compile_named(name, arch)[0].asm["cubin"])
+    end = next(i for i, o in enumerate(ops) if o.startswith("HGMMA"))
+    edges = [-1] + [i for i, o in enumerate(ops[:end]) if o.startswith("BAR")] + [end]
+    ldg = [i for i, o in enumerate(ops[:end]) if o.startswith("LDG")]
+    return [sum(a < i < b for i in ldg) for a, b in zip(edges, edges[1:])]
 
 
 def pdl_entry_order(name: str, pdl: bool = True, arch: int = 90) -> dict:
