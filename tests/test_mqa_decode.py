@@ -424,7 +424,7 @@ def test_gluon_dispatch_rule_and_plan():
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=False).gluon_early
     from attnkit.mqa_decode.interface import _key
     # the warm-up compiles what a step launches
-    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst"
+    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2"
 
 
 def test_gluon_one_loop_option(monkeypatch):
@@ -442,7 +442,7 @@ def test_gluon_one_loop_option(monkeypatch):
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "1")
     one = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
     assert one.one_loop and not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=False).one_loop
-    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst"
+    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst_prologue1"
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "yes")
     with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_ONE_LOOP"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
@@ -455,7 +455,7 @@ def test_gluon_one_loop_option(monkeypatch):
     # gluon_loads_first: the keyword, the rule, the key, and refused with gluon_async
     assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).loads_first == cfg.GLUON_LOADS_FIRST_BY_RULE
     lf = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True)
-    assert lf.loads_first and _key("swapab", 16, lf, "fp8")[0].endswith("_loadsfirst")
+    assert lf.loads_first and _key("swapab", 16, lf, "fp8")[0].split("_prologue")[0].endswith("_loadsfirst")
     assert not swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True).loads_first  # the rule: not with the fused merge
     assert not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).loads_first
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_LOADS_FIRST", "0")
@@ -467,17 +467,17 @@ def test_gluon_one_loop_option(monkeypatch):
     with pytest.raises(ValueError, match="gluon_loads_first"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True, gluon_async=True)
     # gluon_prologue: the keyword, the rule, the key, the grammar, and level 2 refused where it cannot run
-    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).prologue == cfg.GLUON_PROLOGUE_BY_RULE
+    # the rule: level 2 where each split is one tile (1-8 tokens at the default lists), else 1
+    assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).prologue for T in (1, 8, 16, 64)] == [2, 2, 1, 1]
+    assert swapab_plan(4, 16, 640, 132, 5, "cuda", gluon=True).prologue == 1  # 5 splits of two tiles
     for lvl in (1, 2):
         pro = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=lvl)
         assert pro.prologue == lvl and _key("swapab", 16, pro, "fp8")[0].endswith(f"_prologue{lvl}")
     assert not _key("swapab", 16, swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=0),
                     "fp8")[0].endswith("_prologue0")
-    monkeypatch.setattr(cfg, "GLUON_PROLOGUE_BY_RULE", 2)  # a level-2 rule falls back to 1 where 2 cannot run
-    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).prologue == 2
-    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, pdl_early=True).prologue == 1
-    assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).prologue == 1
-    monkeypatch.undo()
+    for opts in (dict(pdl_early=True), dict(gluon_async=True), dict(gluon_one_loop=True), dict(gluon_half=True),
+                 dict(gluon_early=False)):  # where level 2 cannot run, the rule takes 1
+        assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, **opts).prologue == 1, opts
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_PROLOGUE", "1")
     assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True).prologue == 1
     assert swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=0).prologue == 0
@@ -658,8 +658,8 @@ def test_gluon_half_tile_plan(monkeypatch):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half=True, gluon_async=True)
     with pytest.raises(ValueError, match="gluon_half"):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half="yes")
-    assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half_loadsfirst"
-    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst"
+    assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half_loadsfirst_prologue1"
+    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2"
     monkeypatch.setattr(C, "GLUON_HALF_BY_RULE", True)
     assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).live for T in (1, 4, 6, 7, 8, 16)] == \
         [32, 32, 32, 64, 64, 64]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens

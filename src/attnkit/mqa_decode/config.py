@@ -412,13 +412,29 @@ GLUON_LOADS_FIRST_BY_RULE = True
 # split's first tile's records too (loaded from the early slot ids before the query is stored: the two round trips
 # overlap; that tile is the window list's where the split starts there, else the compressed list's). The same bits.
 # Level 2 needs gluon_early and whole tiles, and not pdl_early_inputs (whose wait must come before every record
-# load): there the rule takes level 1.
+# load). In the SASS (compile_check.loads_by_barrier, tests/test_compile_sm90.py) the loads up to the first MMA fall
+# in 4 stretches between barriers at level 0 (16 heads fp8: 9 / 2 / 26 / 18 loads), 2 at level 1 (37 / 18), 1 at
+# level 2 (53; two more, the next tile's slot ids, after it). Level 2 holds more registers (16 heads 186 -> 226, 32
+# heads 228 -> 255 with 48-88 bytes of spill; level 1 unchanged). Timed at 6f8c100
+# (benchmarks/sweeps/h200-6f8c100/sweep-mqa-gluon-prologue.json, 5 rounds, attention with its merge, paired ÷ level
+# 0, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4): level 2 0.900-0.963 at 1-8 tokens (16 heads x 2 tokens fp8 9.17 ->
+# 8.25 us) but 0.990 at 16 heads x 8 tokens nvfp4, where a program runs one tile; 0.983-1.049 from 16 tokens (two or
+# more tiles a program; 1.017-1.049 at 16 tokens but 32 heads nvfp4). Level 1 0.974-0.996 on 26 of 28 (1.008 at 32
+# heads x 1 token fp8, p20-p80 0.987-1.041; 1.029 at 16 heads x 8 tokens nvfp4); as whole steps (pdl_early_inputs,
+# where level 2 cannot run) 0.966-0.990 on 25 of 28, 1.000 at 1 token fp8 (both head counts), 1.023 at 16 heads x 8
+# tokens nvfp4. So: level 2 where each split is one tile (and it can run), else level 1 (gluon_prologue_rule).
 GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None, 0, 2,
                            "Gluon swap-AB kernel: 0, each query block's loads after the previous block's store; 1, "
                            "every query load before the first store; 2, the split's first tile's record loads too "
                            "(needs gluon_early, whole tiles, not with gluon_async, gluon_one_loop or "
-                           "pdl_early_inputs); default: the rule (GLUON_PROLOGUE_BY_RULE)")
-GLUON_PROLOGUE_BY_RULE = 0
+                           "pdl_early_inputs); default: the rule (config.gluon_prologue_rule: 2 where each split is "
+                           "one tile, else 1; 4-10 % faster at 1-8 tokens, sweep mqa-gluon-prologue)")
+
+
+def gluon_prologue_rule(tiles_per_split: int, two_ok: bool) -> int:
+    """gluon_prologue's default (its sweep above): level 2 where each split is one tile and level 2 can run, else
+    level 1."""
+    return 2 if tiles_per_split == 1 and two_ok else 1
 
 
 def gluon_resident(warps: int, use_async: bool, maxnreg: int | None) -> int:
@@ -489,8 +505,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "with gluon_async")
         pro = GLUON_PROLOGUE.resolve(gluon_prologue)
         two_ok = bool(early) and live == 64 and not use_async and not one and not pdl_early
-        if pro is None:  # the rule (see GLUON_PROLOGUE): level 2 where it can run, else 1
-            pro = GLUON_PROLOGUE_BY_RULE if GLUON_PROLOGUE_BY_RULE < 2 or two_ok else 1
+        if pro is None:  # the rule (see GLUON_PROLOGUE)
+            pro = gluon_prologue_rule(per, two_ok)
         if pro == 2 and not two_ok:
             raise ValueError("gluon_prologue: level 2 loads the first tile's records from the early slot ids of the "
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
