@@ -29,17 +29,17 @@ KERNEL_PATHS = {
          "loaded before the query, its merge in programs of 256 output dims but from 9 to 31 tokens, the merge's own "
          "inputs read before it waits (merge_early, both kernels); gated on the H200 at "
          "d72dcca, d3eb8f4, f206dd4, a9a4b6f, d343e01, 7153661, 8dd0fc8 and 1c8d6cc; the dispatched path for 16 / 32 "
-         "heads on the H200: 1.65-2.62x faster than head-padded for 1-16 tokens at 1c8d6cc (fp8 1.83-2.62 / 1.74-2.35 "
-         "at 16 / "
-         "32 heads, nvfp4 1.83-2.38 / 1.65-1.99; the head-padded kernel tuned: one pipeline stage, 256 output dims at "
-         "1-2 tokens, pdl at 1-2 tokens), steps with the query prepared "
-         "during the insert (pdl_early_inputs, both kernels) 1.63-2.55x, 16-token step 15.2-15.3 us: the 2.2x / 1.8x "
-         "and 10 us targets are met only in part (4 and 5 of 10 cases); 64 "
+         "heads on the H200: 1.76-2.77x faster than head-padded for 1-16 tokens at eacbeac (fp8 2.02-2.77 / 1.83-2.40 "
+         "at 16 / 32 heads, nvfp4 1.98-2.39 / 1.76-2.09; the head-padded kernel tuned: one pipeline stage, 256 output "
+         "dims at 1-2 tokens, pdl at 1-2 tokens), steps with the query prepared "
+         "during the insert (pdl_early_inputs, both kernels) 1.66-2.57x, 16-token step 15.1-15.4 us: the 2.2x / 1.8x "
+         "and 10 us targets are met only in part (5 and 8 of 10 cases); 64 "
          "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead; a cooperative merge "
          "spread over a token's programs timed slower at e9664db and removed; two programs per SM with registers "
          "capped (gluon_maxnreg, off) timed slower at a57b710; both slot lists in one loop (gluon_one_loop, off) no "
          "faster at 3d79a8e; a tile's record loads all before its first store (gluon_loads_first, on up to 47 "
-         "tokens) 1-4 % faster at bc1461a)", "implemented"),
+         "tokens) 1-4 % faster at bc1461a; the query's loads and a one-tile split's records before the query's "
+         "stores (gluon_prologue) 4-10 % faster at 1-8 tokens at 6f8c100)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
         ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
