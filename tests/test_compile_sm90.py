@@ -200,3 +200,13 @@ def test_prologue_issues_the_first_loads_before_the_first_barrier():
         assert sum(lv0[1:3]) > 8, (name, lv0)  # query loads behind the first two barriers
         assert sum(lv1[1:3]) == 0 and lv1[0] >= lv0[0] + 8 and lv1[3] >= 8, (name, lv1)
         assert sum(lv2[1:]) <= 2 and lv2[0] >= lv1[0] + 8, (name, lv2)  # (2: the next tile's slot ids)
+
+
+def test_ids_early_issues_the_first_ids_before_the_first_barrier():
+    """ids_early (sparse_int8): the first two tiles' id loads come before the first barrier (with the query's), in
+    the 1-row decode's plain loop and the Gluon kernel; without it they wait behind the query fold's barriers (16
+    of them: the check fails there)."""
+    names = ["sparse_int8 D256 direct0 i8 bn32 w8 s2", "sparse_int8_gluon D256 direct0"]
+    got = _compiled(f"[[cc.loads_by_barrier(x + s) for s in ('', ' ids_early')] for x in {names!r}]")
+    for name, (plain, early) in zip(names, got):
+        assert early[0] >= plain[0] + 16 and sum(early[1:]) + 16 <= sum(plain[1:]), (name, plain, early)

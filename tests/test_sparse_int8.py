@@ -236,3 +236,38 @@ def test_gluon_matches_the_triton_twin(case, tps):
     fin = torch.isfinite(t_lse)
     assert torch.equal(fin, torch.isfinite(g_lse)) and torch.allclose(g_lse[fin], t_lse[fin], rtol=1e-5, atol=1e-5)
 
+
+
+@pytest.mark.parametrize("case,tps", [("sparse_int8-decode-r3-g6-n509-perhead", None),
+                                      ("sparse_int8-decode-r3-g6-n509-perhead", 1),
+                                      ("sparse_int8-edge-n0", None), ("sparse_int8-prefill-r140-g4-n20-direct", None)])
+def test_ids_early_gives_the_same_bits(case, tps, device):
+    """ids_early loads the first two tiles' ids before the query: the same ids, the same tiles, so the same output
+    and LSE bits as the plain loop (splits of one tile: the second id tile is past the split; no candidates: both
+    masked); refused with the Triton swap-AB and pipelined loops; the grammar of its variable."""
+    i = _inp(device, case)
+    kw = dict(tiles_per_split=tps, gluon=False, swap_ab=False)
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], **kw)
+    b = sparse_int8_attention(*_args(i), scale=i["scale"], ids_early=True, **kw)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for bad in (dict(swap_ab=True, gluon=False), dict(pipeline=True, gluon=False)):
+        with pytest.raises(ValueError, match="ids_early"):
+            sparse_int8_attention(*_args(i), scale=i["scale"], ids_early=True, **bad)
+    with pytest.raises(ValueError, match="ids_early"):
+        sparse_int8_attention(*_args(i), scale=i["scale"], ids_early="yes")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
+                                  "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",
+                                  "sparse_int8-model-prefill-r2048-q8x"])
+@pytest.mark.parametrize("tps", [None, 1])
+def test_gluon_ids_early_gives_the_same_bits(case, tps):
+    """The Gluon kernel with ids_early: the same bits as without (the query-digit and split-bf16 programs alike)."""
+    from attnkit._runtime import gluon_runs
+    if not gluon_runs(torch.device("cuda")):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
+    i = _inp("cuda", case)
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, gluon=True)
+    b = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, gluon=True, ids_early=True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])

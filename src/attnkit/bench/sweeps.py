@@ -361,6 +361,16 @@ SWEEPS["sparse_int8-rows"] = Sweep(
      ("gluon-c2", dict(gluon=True, ctas_per_sm=2)),
      ("gluon-c3", dict(gluon=True, ctas_per_sm=3))))
 
+SWEEPS["sparse_int8-ids-early"] = Sweep(
+    "sparse_int8", "the first two candidate tiles' ids loaded before the query (ids_early: their round trip overlaps "
+    "the query's instead of waiting behind the query fold's barriers) against the rule, decode at 1-8 rows (the "
+    "Triton plain loop at 1 row, the Gluon kernel's splits from 2) and prefill at 128 / 2048 rows (the Gluon kernel)",
+    ("sparse_int8-model-decode-r1-c32k", "sparse_int8-model-decode-r1-c8k", "sparse_int8-model-decode-r2-c32k",
+     "sparse_int8-model-decode-r4-c32k", "sparse_int8-model-decode-r8-c32k", "sparse_int8-model-prefill-r128-c8k",
+     "sparse_int8-model-prefill-r2048-c8k"),
+    (("rule", {}),
+     ("ids-early", dict(ids_early=True))))
+
 SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
     "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
     "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",

@@ -101,6 +101,10 @@ GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
                "tile for one MMA against both probability halves); default: the rule (D = 256 over an int8 cache, "
                "the direct path and splits from 2 rows) wherever the kernel can run (a CUDA sm_90 GPU, int8 caches "
                "whose pointers and strides are multiples of 16 bytes)")
+IDS_EARLY = Switch("ids_early", "ATTNKIT_SPARSE_INT8_IDS_EARLY", False,
+                   "the first two candidate tiles' ids loaded before the query (the plain loop and the Gluon kernel), "
+                   "so that their round trip overlaps the query's instead of waiting behind the query fold's "
+                   "barriers (sm_90 SASS: compile_check.loads_by_barrier); the same bits; default: off (not timed)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

@@ -8,7 +8,8 @@ import math
 import torch
 
 from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT,
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8,
+                     STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
@@ -48,7 +49,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, validate=None, pdl=None,
+                          gluon=None, ids_early=None, validate=None, pdl=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -65,6 +66,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``gluon`` (the swap-AB integer-score tile as the Gluon kernel for sm_90; default: the rule in config.py, wherever
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
+    ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
+    loop and the Gluon kernel; the same bits; default off),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
@@ -82,6 +85,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     stages = STAGES_OPT.resolve(num_stages)
     ctas = CTAS_OPT.resolve(ctas_per_sm)
     use_gluon = GLUON.resolve(gluon)
+    ids_e = IDS_EARLY.resolve(ids_early)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
@@ -118,6 +122,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     require(not (use_gluon and not pv), "pv_split", "the Gluon kernel always splits the probability tile")
     p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages, swap, qk8,
              int8_cache=k_cache.dtype == torch.int8, gluon=use_gluon, gluon_ok=gluon_ok and pv)
+    require(not (ids_e and not p.gluon and (p.swap_ab or pipe)), "ids_early",
+            "is the plain loop's and the Gluon kernel's; it cannot be combined with the Triton swap-AB or pipelined loop")
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -136,13 +142,14 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         from .kernel_gluon import sparse_int8_gluon_kernel
         sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, num_warps=p.num_warps, **pdl_launch(use_pdl))
+            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, IDS_EARLY=ids_e, num_warps=p.num_warps,
+            **pdl_launch(use_pdl))
     else:
         from .kernel import sparse_int8_kernel
         sparse_int8_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe,
-            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, PDL=use_pdl, num_warps=p.num_warps,
+            SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, PDL=use_pdl, IDS_EARLY=ids_e, num_warps=p.num_warps,
             num_stages=p.num_stages, **pdl_launch(use_pdl),
         )
     if not p.direct:

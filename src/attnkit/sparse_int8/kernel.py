@@ -20,7 +20,8 @@ Numerics   The folded query q' = q * key_scale * scale is formed from power-of-t
            by more than QK_INT8_BUDGET nats (2^E_r * 128 * 2^-27 * sum of the remainders) runs the split-bf16
            loop instead (the one fallback, chosen per program).
            The LSE is returned in fp32 and saturates to +-inf where the true one lies outside fp32.
-Loops      the hand-written prefetch (indices two tiles ahead; the rule except below), PIPE (the plain loop,
+Loops      the hand-written prefetch (indices two tiles ahead, with IDS_EARLY the first two before the query; the
+           rule except below), PIPE (the plain loop,
            Triton's pipeliner), SWAP (swap-AB: candidates on the MMA's M side, the heads on N, O^T accumulated
            and transposed once; the rule on the direct path at D = 256 over an int8 cache, with QK_INT8).
 Dispatch   attnkit.sparse_int8.interface (split rule: attnkit.sparse_int8.config). On sm_90 the swap-AB integer-score
@@ -192,6 +193,7 @@ def sparse_int8_kernel(
     DIRECT: tl.constexpr, PV_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, PERTURB: tl.constexpr,
     DOT_F32: tl.constexpr, PIPE: tl.constexpr = False, SWAP: tl.constexpr = False,
     QK_INT8: tl.constexpr = False, QK_INT8_BUDGET: tl.constexpr = 0.0009765625, PDL: tl.constexpr = False,
+    IDS_EARLY: tl.constexpr = False,
 ):
     pdl_entry(PDL)
     t = tl.program_id(0)
@@ -201,6 +203,14 @@ def sparse_int8_kernel(
     row_ok = rows < GROUP
     head = g * GROUP + rows
     offs_d = tl.arange(0, HEAD_DIM)
+    c0 = split * cands_per_split
+    c1 = tl.minimum(c0 + cands_per_split, N)
+    idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
+    if IDS_EARLY:  # (the plain loop) the first two tiles' ids requested before the query, so that their round trip
+        # overlaps the query's instead of waiting behind the fold's barriers (sm_90 SASS)
+        idx_e = tl.load(idx_base + c0 + tl.arange(0, BLOCK_N), mask=c0 + tl.arange(0, BLOCK_N) < c1, other=-1)
+        idx_e1 = tl.load(idx_base + c0 + BLOCK_N + tl.arange(0, BLOCK_N), mask=c0 + BLOCK_N + tl.arange(0, BLOCK_N) < c1,
+                         other=-1)
 
     # ---- the folded query, exactly normalized: q' = q'' * 2^E_r
     q = tl.load(Q + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
@@ -214,9 +224,6 @@ def sparse_int8_kernel(
     l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
     acc = tl.zeros([BLOCK_R, HEAD_DIM], dtype=tl.float32)
     vs_row = tl.load(VS + g * HEAD_DIM + offs_d)  # used in the loop only by PERTURB 3
-    c0 = split * cands_per_split
-    c1 = tl.minimum(c0 + cands_per_split, N)
-    idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
     # latency (one CTA per SM at these register counts, so nothing else hides it): indices are loaded two
     # tiles ahead; with PREFETCH a tile's K and V rows are gathered one tile ahead too, so the gathers of
     # tile j + 1 are in flight while tile j is computed (more registers)
@@ -259,13 +266,19 @@ def sparse_int8_kernel(
                                          PERTURB, DOT_F32)
     else:
         offs_j = c0 + tl.arange(0, BLOCK_N)
-        idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
+        if IDS_EARLY:
+            idx = idx_e
+        else:
+            idx = tl.load(idx_base + offs_j, mask=offs_j < c1, other=-1)
         ok = (idx >= 0) & (idx < C)  # out-of-range entries are skipped, never read
         safe = tl.where(ok, idx, 0).to(tl.int64)
         k = tl.load(KC + kv_base + safe[None, :] * stride_kc + offs_d[:, None], mask=ok[None, :], other=0)
         v = tl.load(VC + kv_base + safe[:, None] * stride_kc + offs_d[None, :], mask=ok[:, None], other=0)
         offs_1 = offs_j + BLOCK_N
-        idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
+        if IDS_EARLY:
+            idx_1 = idx_e1
+        else:
+            idx_1 = tl.load(idx_base + offs_1, mask=offs_1 < c1, other=-1)
         for j0 in range(c0, c1, BLOCK_N):
             offs_j = j0 + tl.arange(0, BLOCK_N)
             valid = ok

@@ -106,16 +106,21 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
 @gluon.jit
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_smem, m_i, l_i,
           acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-          PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr):
+          PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr,
+          ids0=None):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
     of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
-    idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
-    _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
-    idx_n, ok_n = _tile_rows(IDX_ROW, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
+    if ids0 is None:
+        idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
+        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
+        idx_n, ok_n = _tile_rows(IDX_ROW, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
+    else:  # IDS_EARLY: the first two tiles' ids, loaded by the caller before the query
+        idx, ok, idx_n, ok_n = ids0
+        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
     i = 0
     for j0 in range(c0, c1, BLOCK_N):
         stage = i % 2
@@ -187,7 +192,7 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
-    PDL: gl.constexpr = False,
+    PDL: gl.constexpr = False, IDS_EARLY: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -216,6 +221,17 @@ def sparse_int8_gluon_kernel(
     t = gl.program_id(0)
     split = gl.program_id(1)
     g = gl.program_id(2)
+    c0 = split * cands_per_split
+    c1 = gl.minimum(c0 + cands_per_split, N)
+    idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
+    if IDS_EARLY:  # the first two tiles' ids requested before the query: their round trip overlaps the query's
+        # instead of waiting behind the fold's and the digits' barriers (sm_90 SASS)
+        rows_l: gl.constexpr = gl.SliceLayout(1, ld)
+        idx_0, ok_0 = _tile_rows(idx_row, c0, c1, C, BLOCK_N, rows_l)
+        idx_1, ok_1 = _tile_rows(idx_row, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
+        ids0 = (idx_0, ok_0, idx_1, ok_1)
+    else:
+        ids0 = None
 
     # ---- the folded query, exactly normalized: q' = q'' * 2^E_r (kernel.sparse_int8_kernel's arithmetic)
     rq = gl.arange(0, R, layout=gl.SliceLayout(1, q_ld))
@@ -256,20 +272,17 @@ def sparse_int8_gluon_kernel(
     m_i = gl.full([R], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))  # scaled domain
     l_i = gl.zeros([R], gl.float32, layout=gl.SliceLayout(0, s_l))
     acc = gl.zeros([D, 2 * R], gl.float32, layout=o_l)  # O^T, the high and residual halves' sums
-    c0 = split * cands_per_split
-    c1 = gl.minimum(c0 + cands_per_split, N)
-    idx_row = IDX + t.to(gl.int64) * stride_it + g * stride_ih
     kv_base = g.to(gl.int64) * stride_kh
     # one branch per program: the query's int8 digits where they keep every score within the budget, else the
     # split-bf16 query (the twin's rule)
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l)
+                              o_l, ids0)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l)
+                              o_l, ids0)
 
     # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
     o_hi, o_lo = gl.split(gl.permute(gl.reshape(acc, [D, 2, R]), (0, 2, 1)))  # the halves' sums added

@@ -150,6 +150,17 @@ def _variants():
         out.append((f"sparse_int8_gluon D{D} direct{int(direct)}", sparse_int8_gluon_kernel, sparse_ptr("i8"),
                     dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=64, DIRECT=direct, PERTURB=0),
                     dict(num_warps=4)))
+    # the option ids_early (the first two tiles' ids before the query): the 1-row decode's plain loop and the Gluon
+    # kernel's splits
+    sp = sparse_plan(1, 2, 12, 2048, 132, None, 256)
+    out.append((f"sparse_int8 D256 direct0 i8 bn{sp.block_n} w{sp.num_warps} s{sp.num_stages} ids_early",
+                sparse_int8_kernel, sparse_ptr("i8"),
+                dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=sp.block_r, BLOCK_N=sp.block_n, DIRECT=False, PV_SPLIT=True,
+                     PREFETCH=False, PERTURB=0, DOT_F32=False, SWAP=False, QK_INT8=False, IDS_EARLY=True),
+                dict(num_warps=sp.num_warps, num_stages=sp.num_stages)))
+    out.append(("sparse_int8_gluon D256 direct0 ids_early", sparse_int8_gluon_kernel, sparse_ptr("i8"),
+                dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=16, BLOCK_N=64, DIRECT=False, PERTURB=0, IDS_EARLY=True),
+                dict(num_warps=4)))
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
     for D, pipe, win, clamp, gather, early, psm, lazy, bacc in (
@@ -545,11 +556,12 @@ def loads_before_first_barrier(name: str, arch: int = 90) -> list[dict]:
 
 
 def loads_by_barrier(name: str, arch: int = 90) -> list[int]:
-    """The variant `name`'s global loads (LDG) from its start to its first warpgroup MMA, counted per stretch between
-    barriers: element 0 the loads before the first barrier, element i those between barriers i and i + 1. A load
-    behind a barrier waits for every warp to reach it, so each nonempty stretch is a round trip to memory."""
+    """The variant `name`'s global loads (LDG, and LDGSTS: copies into shared memory) from its start to its first
+    MMA (HGMMA, HMMA or IMMA), counted per stretch between barriers: element 0 the loads before the first barrier,
+    element i those between barriers i and i + 1. A load behind a barrier waits for every warp to reach it, so each
+    nonempty stretch is a round trip to memory."""
     ops = _sass_opcodes(compile_named(name, arch)[0].asm["cubin"])
-    end = next(i for i, o in enumerate(ops) if o.startswith("HGMMA"))
+    end = next(i for i, o in enumerate(ops) if o.split(".")[0] in ("HGMMA", "HMMA", "IMMA"))
     edges = [-1] + [i for i, o in enumerate(ops[:end]) if o.startswith("BAR")] + [end]
     ldg = [i for i, o in enumerate(ops[:end]) if o.startswith("LDG")]
     return [sum(a < i < b for i in ldg) for a, b in zip(edges, edges[1:])]
