@@ -242,17 +242,19 @@ def test_gluon_matches_the_triton_twin(case, tps):
                                       ("sparse_int8-decode-r3-g6-n509-perhead", 1),
                                       ("sparse_int8-edge-n0", None), ("sparse_int8-prefill-r140-g4-n20-direct", None)])
 def test_ids_early_gives_the_same_bits(case, tps, device):
-    """ids_early loads the first two tiles' ids before the query: the same ids, the same tiles, so the same output
-    and LSE bits as the plain loop (splits of one tile: the second id tile is past the split; no candidates: both
-    masked); refused with the Triton swap-AB and pipelined loops; the grammar of its variable."""
+    """ids_early (on by default) loads the first two tiles' ids before the query: the same ids, the same tiles, so
+    the same output and LSE bits as without it (splits of one tile: the second id tile is past the split; no
+    candidates: both masked); an explicit True refused with the Triton swap-AB and pipelined loops, which the
+    default leaves alone; the grammar of its keyword."""
     i = _inp(device, case)
     kw = dict(tiles_per_split=tps, gluon=False, swap_ab=False)
-    a = sparse_int8_attention(*_args(i), scale=i["scale"], **kw)
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], ids_early=False, **kw)
     b = sparse_int8_attention(*_args(i), scale=i["scale"], ids_early=True, **kw)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     for bad in (dict(swap_ab=True, gluon=False), dict(pipeline=True, gluon=False)):
         with pytest.raises(ValueError, match="ids_early"):
             sparse_int8_attention(*_args(i), scale=i["scale"], ids_early=True, **bad)
+        sparse_int8_attention(*_args(i), scale=i["scale"], **bad)  # the default (on) leaves those loops alone
     with pytest.raises(ValueError, match="ids_early"):
         sparse_int8_attention(*_args(i), scale=i["scale"], ids_early="yes")
 
@@ -268,6 +270,6 @@ def test_gluon_ids_early_gives_the_same_bits(case, tps):
     if not gluon_runs(torch.device("cuda")):
         pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
     i = _inp("cuda", case)
-    a = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, gluon=True)
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, gluon=True, ids_early=False)
     b = sparse_int8_attention(*_args(i), scale=i["scale"], tiles_per_split=tps, gluon=True, ids_early=True)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])

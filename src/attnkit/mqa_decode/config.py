@@ -436,11 +436,16 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 # tiles ahead, so that a program walking several tiles (16 tokens and more at the default lists) overlaps each
 # tile's record round trip with the previous tile's decode and products. Two tiles' raw records live at once: in the
 # sm_90 cubins (compile_check, loads first, prologue level 1) nvfp4 16 heads 178 -> 231 registers, 32 heads 216 -> 255
-# with 16 bytes of stack; fp8 186 / 228 -> 255 with 184 / 224 bytes of stack. The same bits.
+# with 16 bytes of stack; fp8 186 / 228 -> 255 with 184 / 224 bytes of stack. The same bits (GPU test, 30 cases).
+# Predicted: about a round trip less per extra tile at 16 tokens and more. Measured slower everywhere (sweep
+# mqa-gluon-ahead at 4ea6223, benchmarks/sweeps/h200-4ea6223/sweep-mqa-gluon-ahead.json, 5 rounds, paired ahead /
+# rule, 16 / 32 heads x 8-64 tokens): fp8 1.063-1.179 (the spills), nvfp4 1.049-1.083 (no spill at 16 heads: 1.062 /
+# 1.082 / 1.070 / 1.050 at 8 / 16 / 32 / 64 tokens), whole steps 1.056-1.190. Like gluon_async (cp.async a tile
+# ahead, 4f341ac), overlapping the next tile's record loads does not shorten a program that walks several tiles. Off.
 GLUON_AHEAD = Switch("gluon_ahead", "ATTNKIT_MQA_GLUON_AHEAD", False,
                      "Gluon swap-AB kernel: each next tile's records loaded before the current tile is stored (two "
                      "tiles' records in registers; needs gluon_prefetch, not with gluon_async or gluon_one_loop); "
-                     "default: off")
+                     "default: off (5-18 % slower, sweep mqa-gluon-ahead)")
 
 
 def gluon_prologue_rule(tiles_per_split: int, two_ok: bool) -> int:

@@ -101,10 +101,18 @@ GLUON = Switch("gluon", "ATTNKIT_SPARSE_INT8_GLUON", None,
                "tile for one MMA against both probability halves); default: the rule (D = 256 over an int8 cache, "
                "the direct path and splits from 2 rows) wherever the kernel can run (a CUDA sm_90 GPU, int8 caches "
                "whose pointers and strides are multiples of 16 bytes)")
-IDS_EARLY = Switch("ids_early", "ATTNKIT_SPARSE_INT8_IDS_EARLY", False,
+# The first two candidate tiles' ids loaded before the query (ids_early). In the sm_90 SASS (compile_check.
+# loads_by_barrier) the ids of the first tile waited behind the query fold's barriers (the 1-row decode's plain loop:
+# after its 5th, the Gluon kernel: after its 8th), so their round trip followed the query's; with the option they are
+# requested with the query. The same bits (CPU test in the interpreter, Gluon GPU test). Sweep sparse_int8-ids-early at
+# 4ea6223 (benchmarks/sweeps/h200-4ea6223/sweep-sparse_int8-ids-early.json, 5 rounds, paired ids early / before):
+# decode 1 row 0.997 (c32k) / 0.982 (c8k), 2 and 4 rows 1.000, 8 rows 0.957 [0.956-0.959] (18.1 -> 17.3 us), prefill
+# 128 / 2048 rows 0.989 / 0.990: never slower, so on. (Gathering the first tile before the fold as well, tried
+# earlier as early_gather, was slower: docs/sparse_int8.md.)
+IDS_EARLY = Switch("ids_early", "ATTNKIT_SPARSE_INT8_IDS_EARLY", True,
                    "the first two candidate tiles' ids loaded before the query (the plain loop and the Gluon kernel), "
                    "so that their round trip overlaps the query's instead of waiting behind the query fold's "
-                   "barriers (sm_90 SASS: compile_check.loads_by_barrier); the same bits; default: off (not timed)")
+                   "barriers (sm_90 SASS); the same bits; default on (0.4-4.3 % faster, sweep sparse_int8-ids-early)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

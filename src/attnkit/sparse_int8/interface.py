@@ -67,7 +67,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
-    loop and the Gluon kernel; the same bits; default off),
+    loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
+    pipelined loop, where an explicit True is refused),
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
@@ -85,7 +86,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     stages = STAGES_OPT.resolve(num_stages)
     ctas = CTAS_OPT.resolve(ctas_per_sm)
     use_gluon = GLUON.resolve(gluon)
-    ids_e = IDS_EARLY.resolve(ids_early)
+    ids_asked = IDS_EARLY.resolve(ids_early)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
@@ -122,8 +123,10 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     require(not (use_gluon and not pv), "pv_split", "the Gluon kernel always splits the probability tile")
     p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages, swap, qk8,
              int8_cache=k_cache.dtype == torch.int8, gluon=use_gluon, gluon_ok=gluon_ok and pv)
-    require(not (ids_e and not p.gluon and (p.swap_ab or pipe)), "ids_early",
+    ids_loop = p.gluon or not (p.swap_ab or pipe)  # the loops that take it
+    require(not (ids_early is not None and IDS_EARLY.resolve(ids_early) and not ids_loop), "ids_early",
             "is the plain loop's and the Gluon kernel's; it cannot be combined with the Triton swap-AB or pipelined loop")
+    ids_e = bool(ids_asked) and ids_loop
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
