@@ -470,19 +470,6 @@ def test_gluon_one_loop_option(monkeypatch):
     monkeypatch.delenv("ATTNKIT_MQA_GLUON_LOADS_FIRST")
     with pytest.raises(ValueError, match="gluon_loads_first"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_loads_first=True, gluon_async=True)
-    # gluon_ahead: off by default, the keyword, the variable, the key, refused where it cannot run
-    assert not swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True).ahead
-    ah = swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_ahead=True)
-    assert ah.ahead and _key("swapab", 16, ah, "fp8")[0].endswith("_ahead")
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_AHEAD", "1")
-    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True).ahead
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_AHEAD", "true")
-    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_AHEAD"):
-        swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True)
-    monkeypatch.delenv("ATTNKIT_MQA_GLUON_AHEAD")
-    for opts in (dict(gluon_async=True), dict(gluon_one_loop=True), dict(gluon_prefetch=False, gluon_early=False)):
-        with pytest.raises(ValueError, match="gluon_ahead"):
-            swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_ahead=True, **opts)
     # gluon_prologue: the keyword, the rule, the key, the grammar, and level 2 refused where it cannot run
     # the rule: level 2 where each split is one tile (1-8 tokens at the default lists), else 1
     assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).prologue for T in (1, 8, 16, 64)] == [2, 2, 1, 1]
@@ -769,25 +756,6 @@ def test_gluon_loads_first_gives_the_same_bits(case, opts):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     with pytest.raises(ValueError, match="gluon_loads_first"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_loads_first=True, gluon_async=True)
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("opts", [dict(), dict(gluon_fused=True), dict(gluon_loads_first=False), dict(num_splits=3),
-                                  dict(num_splits=2), dict(gluon_half=True)])
-@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
-                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t16-fp8",
-                                  "mqa_decode-step-h32-t32-nvfp4"])
-def test_gluon_ahead_gives_the_same_bits(case, opts):
-    """gluon_ahead loads each next tile's records before the current tile is stored: the same records into the same
-    tiles in the same order, so the same output and LSE bits (splits of one to five tiles, partial lists, half
-    tiles); refused with gluon_async."""
-    _gluon_or_skip()
-    inp = make_inputs(shapes.get(case), "cuda", 17)
-    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_ahead=False, **opts)
-    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_ahead=True, **opts)
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    with pytest.raises(ValueError, match="gluon_ahead"):
-        mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_ahead=True, gluon_async=True)
 
 
 @pytest.mark.cuda

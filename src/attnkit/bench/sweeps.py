@@ -1024,17 +1024,6 @@ SWEEPS["mqa-gluon-prologue"] = Sweep(
      ("step-prologue1", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_prologue=1))))
 
 
-SWEEPS["mqa-gluon-ahead"] = Sweep(
-    "mqa_decode", "the Gluon swap-AB kernel with each next tile's records loaded before the current tile is stored "
-    "(gluon_ahead: a program walking several tiles overlaps each tile's record round trip with the previous tile) "
-    "against the rule, attention with its merge and whole steps, 16 / 32 heads x 8-64 tokens x fp8 / nvfp4",
-    _mqa_steps((16, 32), (8, 16, 32, 64)),
-    (("rule", dict(kernel="swapab", gluon=True)),
-     ("ahead", dict(kernel="swapab", gluon=True, gluon_ahead=True)),
-     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
-     ("step-ahead", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_ahead=True))))
-
-
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

@@ -227,7 +227,6 @@ class SwapabPlan:
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
     loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
     prologue: int = 0  # Gluon: how much of a program's first loads come before the query's stores (gluon_prologue)
-    ahead: bool = False  # Gluon: each next tile's records loaded before the current tile is stored (gluon_ahead)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -432,20 +431,16 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
                            "one tile, else 1; 4-10 % faster at 1-8 tokens, sweep mqa-gluon-prologue)")
 
 
-# Each next tile's records loaded into registers before the current tile is stored (gluon_ahead), their slot ids two
-# tiles ahead, so that a program walking several tiles (16 tokens and more at the default lists) overlaps each
-# tile's record round trip with the previous tile's decode and products. Two tiles' raw records live at once: in the
-# sm_90 cubins (compile_check, loads first, prologue level 1) nvfp4 16 heads 178 -> 231 registers, 32 heads 216 -> 255
-# with 16 bytes of stack; fp8 186 / 228 -> 255 with 184 / 224 bytes of stack. The same bits (GPU test, 30 cases).
-# Predicted: about a round trip less per extra tile at 16 tokens and more. Measured slower everywhere (sweep
-# mqa-gluon-ahead at 4ea6223, benchmarks/sweeps/h200-4ea6223/sweep-mqa-gluon-ahead.json, 5 rounds, paired ahead /
-# rule, 16 / 32 heads x 8-64 tokens): fp8 1.063-1.179 (the spills), nvfp4 1.049-1.083 (no spill at 16 heads: 1.062 /
-# 1.082 / 1.070 / 1.050 at 8 / 16 / 32 / 64 tokens), whole steps 1.056-1.190. Like gluon_async (cp.async a tile
-# ahead, 4f341ac), overlapping the next tile's record loads does not shorten a program that walks several tiles. Off.
-GLUON_AHEAD = Switch("gluon_ahead", "ATTNKIT_MQA_GLUON_AHEAD", False,
-                     "Gluon swap-AB kernel: each next tile's records loaded before the current tile is stored (two "
-                     "tiles' records in registers; needs gluon_prefetch, not with gluon_async or gluon_one_loop); "
-                     "default: off (5-18 % slower, sweep mqa-gluon-ahead)")
+# Tried at 4ea6223 and removed (gluon_ahead): each next tile's records loaded into registers before the current tile
+# was stored, their slot ids two tiles ahead, so that a program walking several tiles (16 tokens and more at the
+# default lists) would overlap each tile's record round trip with the previous tile's decode and products. Two
+# tiles' raw records lived at once: in the sm_90 cubins (loads first, prologue level 1) nvfp4 16 heads 178 -> 231
+# registers, 32 heads 216 -> 255 with 16 bytes of stack; fp8 186 / 228 -> 255 with 184 / 224 bytes of stack. The same
+# bits (GPU test, 30 cases). Predicted: about a round trip less per extra tile. Measured slower everywhere
+# (benchmarks/sweeps/h200-4ea6223/sweep-mqa-gluon-ahead.json, 5 rounds, paired ahead / rule, 16 / 32 heads x 8-64
+# tokens): fp8 1.063-1.179 (the spills), nvfp4 1.049-1.083 (no spill at 16 heads: 1.062 / 1.082 / 1.070 / 1.050 at 8 /
+# 16 / 32 / 64 tokens), whole steps 1.056-1.190. Like gluon_async (cp.async a tile ahead, 4f341ac), overlapping the
+# next tile's record loads does not shorten a program that walks several tiles.
 
 
 def gluon_prologue_rule(tiles_per_split: int, two_ok: bool) -> int:
@@ -469,8 +464,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
                 gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
-                gluon_prologue: int | None = None, pdl_early: bool = False,
-                gluon_ahead: bool | None = None) -> SwapabPlan:
+                gluon_prologue: int | None = None, pdl_early: bool = False) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -529,15 +523,10 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_prologue: level 2 loads the first tile's records from the early slot ids of the "
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
                              "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
-        ahead = GLUON_AHEAD.resolve(gluon_ahead)
-        if ahead and (use_async or one or not gluon_prefetch):
-            raise ValueError("gluon_ahead: loads the next tile's records in the two-loop prefetching kernel; it needs "
-                             "gluon_prefetch and cannot be combined with gluon_async or gluon_one_loop")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
-                          maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro),
-                          ahead=bool(ahead))
+                          maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -69,8 +69,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
-           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
-           + ("_ahead" if plan.ahead else ""))
+           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -87,7 +86,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         gluon_ahead=None, merge_dc=None,
+                         merge_dc=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None,
                          pdl=None, pdl_early_inputs=None,
@@ -124,8 +123,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     issued before the query is stored to shared memory: 0, each query block's after the previous block's store; 1,
     all of the query's; 2, the split's first tile's records too (the same bits; level 2 needs gluon_early and whole
     tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule.
-    gluon_ahead (else ``ATTNKIT_MQA_GLUON_AHEAD``, default off): the Gluon kernel loads each next tile's records
-    before the current tile is stored (the same bits; needs gluon_prefetch, not with gluon_async or gluon_one_loop).
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -240,7 +237,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl, gluon_ahead=gluon_ahead)
+                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format)
@@ -287,7 +284,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
                                         PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks, ONE_LOOP=plan.one_loop,
-                                        LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue, AHEAD=plan.ahead,
+                                        LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
                                         num_warps=plan.num_warps,
                                         **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
     elif kernel == "swapab":
@@ -391,8 +388,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None,
-                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                      gluon_ahead=None) -> set:
+                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -416,6 +412,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages,
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue, gluon_ahead=gluon_ahead)
+                             gluon_prologue=gluon_prologue)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

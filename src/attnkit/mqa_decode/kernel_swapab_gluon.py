@@ -252,32 +252,11 @@ def _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N: gl.constexpr, LIVE: gl.
 def _list_loop(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale,
                BLOCK_N: gl.constexpr, NVFP4: gl.constexpr, PERTURB: gl.constexpr, PREFETCH: gl.constexpr,
                L3: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, slot0=None, ok0=None, LIVE: gl.constexpr = 64,
-               LOADS_FIRST: gl.constexpr = False, AHEAD: gl.constexpr = False):
+               LOADS_FIRST: gl.constexpr = False):
     """The tiles of one list, LIVE slots each (BLOCK_N, or half of it: the tile's other rows stay zero). slot0, ok0
-    (EARLY, with PREFETCH): the first tile's slot ids, loaded by the caller. AHEAD (with PREFETCH): each next tile's
-    records loaded into registers before this tile is stored (its slot ids two tiles ahead), so that their round
-    trip overlaps this tile's decode and products; the list's first tile's records are loaded before the loop."""
+    (EARLY, with PREFETCH): the first tile's slot ids, loaded by the caller."""
     rows_l: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(2, L3))
-    if PREFETCH and AHEAD:
-        if slot0 is None:
-            slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, LIVE, PERTURB, rows_l)
-        else:
-            slot = slot0
-            ok = ok0
-        slot_n, ok_n = _tile_slots(IDX_ROW, p_start + LIVE, p_end, first, LIVE, PERTURB, rows_l)
-        b0, s0, b1, s1, b2, s2, b3, s3 = _load_tile(CACHE, stride_rec, slot, ok, NVFP4, PERTURB, L3)
-        for p0 in range(p_start, p_end, LIVE):
-            slot_nn, ok_nn = _tile_slots(IDX_ROW, p0 + 2 * LIVE, p_end, first, LIVE, PERTURB, rows_l)
-            # the next tile's records (masked past the end: nothing read)
-            c0, t0, c1, t1, c2, t2, c3, t3 = _load_tile(CACHE, stride_rec, slot_n, ok_n, NVFP4, PERTURB, L3)
-            ok_s = _products_ok(IDX_ROW, p0, p_end, first, ok, BLOCK_N, LIVE, PERTURB, s_l)
-            _store_tile(b0, s0, b1, s1, b2, s2, b3, s3, kv_smem, BLOCK_N, NVFP4, LIVE)
-            m_i, l_i, acc = _tile_products(ok_s, kv_smem, q_smem, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, s_l, o_l)
-            b0, s0, b1, s1, b2, s2, b3, s3 = c0, t0, c1, t1, c2, t2, c3, t3
-            ok = ok_n
-            slot_n = slot_nn
-            ok_n = ok_nn
-    elif PREFETCH:  # the next tile's slot ids are loaded before this tile's records (masked past the end)
+    if PREFETCH:  # the next tile's slot ids are loaded before this tile's records (masked past the end)
         if slot0 is None:
             slot, ok = _tile_slots(IDX_ROW, p_start, p_end, first, LIVE, PERTURB, rows_l)
         else:
@@ -593,7 +572,7 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
-    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, AHEAD: gl.constexpr = False,
+    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -610,7 +589,6 @@ def mqa_swapab_gluon_kernel(
                      "LIVE: a whole tile, or half of one (not with ASYNC)")
     gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
     gl.static_assert(not (BANKS and ASYNC), "BANKS: the register loads' layout (not the cp.async copies')")
-    gl.static_assert(not (AHEAD and (ASYNC or ONE_LOOP or not PREFETCH)), "AHEAD: the two-loop PREFETCH kernel's")
     # BANKS: a warp over 8 slots x 4 blocks, so each decoded 16-byte store meets all 8 chunks of the 128-byte swizzle
     # 4 times (over 4 slots x 8 blocks two rows' stores land on the same chunks: 2-way bank conflicts)
     RPW: gl.constexpr = 8 if BANKS else 4  # slots per warp in the record loads
@@ -726,10 +704,10 @@ def mqa_swapab_gluon_kernel(
             c_start = c0 + BLOCK_N
         m_i, l_i, acc = _list_loop(SWA, swa_row, w_start, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
-                                   LIVE, LOADS_FIRST, AHEAD)
+                                   LIVE, LOADS_FIRST)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c_start, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
                                    acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
-                                   LIVE, LOADS_FIRST, AHEAD)
+                                   LIVE, LOADS_FIRST)
     elif ASYNC:
         m_i, l_i, acc = _list_loop_async(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, raw_codes,
                                          raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, False, PERTURB, L3w, L4,
@@ -750,17 +728,17 @@ def mqa_swapab_gluon_kernel(
     elif EARLY:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
-                                   LIVE, LOADS_FIRST, AHEAD)
+                                   LIVE, LOADS_FIRST)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
                                    acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
-                                   LIVE, LOADS_FIRST, AHEAD)
+                                   LIVE, LOADS_FIRST)
     else:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, None, None,
-                                   LIVE, LOADS_FIRST, AHEAD)
+                                   LIVE, LOADS_FIRST)
         m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
                                    acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, None, None,
-                                   LIVE, LOADS_FIRST, AHEAD)
+                                   LIVE, LOADS_FIRST)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
     gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)

@@ -365,15 +365,6 @@ def _variants():
                         dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                              ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
                              LOADS_FIRST=True, PROLOGUE=lvl), dict(num_warps=8)))
-    # the option gluon_ahead (each next tile's records loaded before the current tile is stored), as the rule
-    # compiles it from 16 tokens (loads first, prologue level 1)
-    for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
-                    + " loads_first prologue1 ahead", mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
-                         LOADS_FIRST=True, PROLOGUE=1, AHEAD=True), dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
