@@ -682,33 +682,11 @@ def mqa_swapab_gluon_kernel(
     m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_l))
     l_i = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, s_l))
     acc = gl.zeros([512, H], gl.float32, layout=o_l)  # O^T
-    if PROLOGUE == 2:
-        # the split's first tile's records loaded before the query is stored, so that their round trip overlaps
-        # the query's; the tile is the window list's when the split starts there, else the compressed list's
-        # (a split without slots: an all-invalid tile, which changes nothing)
-        gl.static_assert(EARLY and PREFETCH and not ASYNC and not ONE_LOOP and LIVE == BLOCK_N and not PDL_EARLY,
-                         "PROLOGUE 2 takes the EARLY slot ids of the two-loop PREFETCH kernel, whole tiles, no "
-                         "PDL_EARLY (whose wait comes before every record load)")
-        w_start = n0
-        c_start = c0
-        if n0 < w1:
-            slot_w, ok_w, m_i, l_i, acc = _first_tile(SWA, stride_swa, swa_row, n0, w1, n0, slot_w, ok_w, q_smem, q_t,
-                                                      kv_smem, p_smem, m_i, l_i, acc, sm_scale, q0, q1, q2, x,
-                                                      partner, c, sn, BLOCK_N, False, PERTURB, L3w, s_l, o_l, q_ld)
-            w_start = n0 + BLOCK_N
-        else:
-            slot_c, ok_c, m_i, l_i, acc = _first_tile(COMP, stride_comp, comp_row, c0, c1, first_c, slot_c, ok_c,
-                                                      q_smem, q_t, kv_smem, p_smem, m_i, l_i, acc, sm_scale, q0, q1,
-                                                      q2, x, partner, c, sn, BLOCK_N, NVFP4, PERTURB, L3c, s_l, o_l,
-                                                      q_ld)
-            c_start = c0 + BLOCK_N
-        m_i, l_i, acc = _list_loop(SWA, swa_row, w_start, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
-                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
-                                   LIVE, LOADS_FIRST)
-        m_i, l_i, acc = _list_loop(COMP, comp_row, c_start, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
-                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
-                                   LIVE, LOADS_FIRST)
-    elif ASYNC:
+    gl.static_assert((PROLOGUE < 2) or (EARLY and PREFETCH and not ASYNC and not ONE_LOOP and LIVE == BLOCK_N
+                                        and not PDL_EARLY),
+                     "PROLOGUE 2 takes the EARLY slot ids of the two-loop PREFETCH kernel, whole tiles, no PDL_EARLY "
+                     "(whose wait comes before every record load)")
+    if ASYNC:
         m_i, l_i, acc = _list_loop_async(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, raw_codes,
                                          raw_scales, m_i, l_i, acc, sm_scale, BLOCK_N, False, PERTURB, L3w, L4,
                                          cpw_l, scw_l, s_l, o_l, window_first)
@@ -726,10 +704,28 @@ def mqa_swapab_gluon_kernel(
                                         stride_comp, kv_smem, q_t, p_smem, m_i, l_i, acc, sm_scale, BLOCK_N, NVFP4,
                                         PERTURB, L3w, L3c, s_l, o_l, LIVE, None, None, LOADS_FIRST)
     elif EARLY:
-        m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
+        w_start = n0
+        c_start = c0
+        if PROLOGUE == 2:
+            # the split's first tile's records loaded before the query is stored, so that their round trip overlaps
+            # the query's; the tile is the window list's when the split starts there, else the compressed list's
+            # (a split without slots: an all-invalid tile, which changes nothing)
+            if n0 < w1:
+                slot_w, ok_w, m_i, l_i, acc = _first_tile(SWA, stride_swa, swa_row, n0, w1, n0, slot_w, ok_w, q_smem,
+                                                          q_t, kv_smem, p_smem, m_i, l_i, acc, sm_scale, q0, q1, q2,
+                                                          x, partner, c, sn, BLOCK_N, False, PERTURB, L3w, s_l, o_l,
+                                                          q_ld)
+                w_start = n0 + BLOCK_N
+            else:
+                slot_c, ok_c, m_i, l_i, acc = _first_tile(COMP, stride_comp, comp_row, c0, c1, first_c, slot_c, ok_c,
+                                                          q_smem, q_t, kv_smem, p_smem, m_i, l_i, acc, sm_scale, q0,
+                                                          q1, q2, x, partner, c, sn, BLOCK_N, NVFP4, PERTURB, L3c,
+                                                          s_l, o_l, q_ld)
+                c_start = c0 + BLOCK_N
+        m_i, l_i, acc = _list_loop(SWA, swa_row, w_start, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
                                    LIVE, LOADS_FIRST)
-        m_i, l_i, acc = _list_loop(COMP, comp_row, c0, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
+        m_i, l_i, acc = _list_loop(COMP, comp_row, c_start, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
                                    acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
                                    LIVE, LOADS_FIRST)
     else:
