@@ -12,7 +12,8 @@ KERNEL_PATHS = {
          "(from 8 rows at two programs per SM). 1.34x faster than the Triton kernels in prefill (1.53 ms at 2048 "
          "rows), 1.03x at 2 rows, 1.20-1.26x at 4-8 rows; with the first tiles' ids loaded before the query "
          "(ids_early, on, both kernels; gated on the H200 at 2452cca) decode 8.8 / 17.4 us at 1 / 8 rows (the "
-         "Triton rule at 1 row), prefill 1.52 ms at 2048 rows: the 0.45 ms and 6 / 8 us targets are not met. A kernel that only gathers the candidates' rows "
+         "Triton rule at 1 row), prefill 1.52 ms at 2048 rows: the 0.45 ms and 6 / 8 us targets are not met. A "
+         "kernel that only gathers the candidates' rows "
          "(gather_only, measured in the same run at ae19a12) takes 47 / 620 / 2334 us at 128 / 2048 / 8192 rows and "
          "7.8 us at 8 rows: the prefill targets (40 / 450 / 1400 us) and the 8-row one (8 us) lie at or below the "
          "time of the gathers alone", "implemented"),

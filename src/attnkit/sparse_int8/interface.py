@@ -125,7 +125,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
              int8_cache=k_cache.dtype == torch.int8, gluon=use_gluon, gluon_ok=gluon_ok and pv)
     ids_loop = p.gluon or not (p.swap_ab or pipe)  # the loops that take it
     require(not (ids_early is not None and IDS_EARLY.resolve(ids_early) and not ids_loop), "ids_early",
-            "is the plain loop's and the Gluon kernel's; it cannot be combined with the Triton swap-AB or pipelined loop")
+            "is the plain loop's and the Gluon kernel's; it cannot be combined with the Triton swap-AB or pipelined "
+            "loop")
     ids_e = bool(ids_asked) and ids_loop
     R = T * Hq
     if p.direct:
