@@ -208,9 +208,9 @@ def sparse_int8_kernel(
     idx_base = IDX + t.to(tl.int64) * stride_it + g * stride_ih
     if IDS_EARLY:  # (the plain loop) the first two tiles' ids requested before the query, so that their round trip
         # overlaps the query's instead of waiting behind the fold's barriers (sm_90 SASS)
-        offs_e = c0 + tl.arange(0, BLOCK_N)
-        idx_e = tl.load(idx_base + offs_e, mask=offs_e < c1, other=-1)
-        idx_e1 = tl.load(idx_base + offs_e + BLOCK_N, mask=offs_e + BLOCK_N < c1, other=-1)
+        idx_e = tl.load(idx_base + c0 + tl.arange(0, BLOCK_N), mask=c0 + tl.arange(0, BLOCK_N) < c1, other=-1)
+        idx_e1 = tl.load(idx_base + c0 + BLOCK_N + tl.arange(0, BLOCK_N),
+                         mask=c0 + BLOCK_N + tl.arange(0, BLOCK_N) < c1, other=-1)
 
     # ---- the folded query, exactly normalized: q' = q'' * 2^E_r
     q = tl.load(Q + t.to(tl.int64) * stride_qt + head[:, None] * stride_qh + offs_d[None, :],
