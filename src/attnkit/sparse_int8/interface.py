@@ -124,7 +124,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     p = plan(T, Hkv, Hq // Hkv, N, sm, tps, D, bn_opt, warps_opt, ctas, stages, swap, qk8,
              int8_cache=k_cache.dtype == torch.int8, gluon=use_gluon, gluon_ok=gluon_ok and pv)
     ids_loop = p.gluon or not (p.swap_ab or pipe)  # the loops that take it
-    require(not (ids_early is not None and IDS_EARLY.resolve(ids_early) and not ids_loop), "ids_early",
+    require(not (ids_early is not None and ids_asked and not ids_loop), "ids_early",
             "is the plain loop's and the Gluon kernel's; it cannot be combined with the Triton swap-AB or pipelined "
             "loop")
     ids_e = bool(ids_asked) and ids_loop

@@ -344,27 +344,20 @@ def _variants():
                     dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv)),
                     dict(num_warps=8, maxnreg=128)))
-    # the options gluon_one_loop (both lists in one loop) and gluon_loads_first (a tile's record loads before its first
-    # store; the rule's since 6e0675b, so its variants are the launched ones), as the rule's early loads and banks
-    # (nvfp4) compile
-    for opt, flag in (("one_loop", "ONE_LOOP"), ("loads_first", "LOADS_FIRST")):
+    # the options gluon_one_loop (both lists in one loop), gluon_loads_first (a tile's record loads before its first
+    # store; the rule's since 6e0675b, so its variants are the launched ones) and gluon_prologue (1: the query's loads
+    # all before its first store; 2: the split's first tile's records too; with loads first), as the rule's early
+    # loads and banks (nvfp4) compile
+    for opt, flags in (("one_loop", dict(ONE_LOOP=True)), ("loads_first", dict(LOADS_FIRST=True)),
+                       ("loads_first prologue1", dict(LOADS_FIRST=True, PROLOGUE=1)),
+                       ("loads_first prologue2", dict(LOADS_FIRST=True, PROLOGUE=2))):
         for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):
             out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
                         + f" {opt}", mqa_swapab_gluon_kernel,
                         dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
                         dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                             ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), **{flag: True}),
+                             ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), **flags),
                         dict(num_warps=8)))
-    # the option gluon_prologue: 1, the query's loads all before its first store; 2, the split's first tile's records
-    # too (as the rule's loads first, early loads and banks (nvfp4) compile)
-    for lvl in (1, 2):
-        for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):
-            out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
-                        + f" loads_first prologue{lvl}", mqa_swapab_gluon_kernel,
-                        dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                        dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                             ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
-                             LOADS_FIRST=True, PROLOGUE=lvl), dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
