@@ -245,6 +245,14 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=2, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0,
                          GATHER=True, ACC=True, PINGPONG=False, KREL=True, PAIRS=True),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
+    for level in (1, 2):  # the interior tiles' mask (gluon_ws_mask_interior)
+        desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"
+        out.append((f"relbias_fwd_gluon_ws D128 bn128 s2 acc krel mask{level}", relbias_fwd_gluon_ws_kernel,
+                    dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
+                         CU_K="*i32"),
+                    dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_N=128, STAGES=2, HAS_WINDOW=False, CLAMP=False,
+                         PERTURB=0, GATHER=True, ACC=True, PINGPONG=False, KREL=True, MASK_INTERIOR=level),
+                    dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"  # as dispatched, with the row reductions as trees
     out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel tree", relbias_fwd_gluon_ws_kernel,
                 dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
@@ -649,6 +657,32 @@ def wgmma_wait_order(name: str, arch: int = 90) -> dict:
     waits = [(j, int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16))
              for j, b in enumerate(best) if "WARPGROUP.DEPBAR" in b]
     return dict(instructions=len(best), first_ex2=ex2[0], last_ex2=ex2[-1], waits=waits)
+
+
+def softmax_overlap(name: str, arch: int = 90) -> list[dict]:
+    """Each loop of a Gluon attention variant's sm_90 SASS that holds warpgroup MMAs and exponentials: its length and
+    the exponentials issued between the wait that leaves one MMA group in flight (the score product done, the value
+    product still running) and the wait that leaves none. Zero there: the value product does not overlap the
+    softmax in that loop."""
+    k, _ = compile_named(name, arch)
+    out = []
+    for body in _loop_bodies(k.asm["cubin"]):
+        ops = [_OPCODE.match(b).group(1) for b in body]
+        if not any(o.startswith("HGMMA") for o in ops) or not any(o.startswith("MUFU.EX2") for o in ops):
+            continue
+        ex2, armed, between = 0, False, []
+        for b, o in zip(body, ops):
+            if "WARPGROUP.DEPBAR" in b:
+                left = int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16)
+                if left == 1:
+                    armed, ex2 = True, 0
+                elif left == 0 and armed:
+                    between.append(ex2)
+                    armed = False
+            elif o.startswith("MUFU.EX2") and armed:
+                ex2 += 1
+        out.append(dict(instructions=len(body), ex2_in_flight=between))
+    return out
 
 
 if __name__ == "__main__":
