@@ -501,15 +501,6 @@ SWEEPS["relbias-gluon-ws-pairs"] = Sweep(
      ("ws", dict(gluon=True, gluon_ws=True)),
      ("ws-pairs", dict(gluon=True, gluon_ws=True, gluon_bias_pairs=True))))
 
-SWEEPS["relbias-gluon-ws-mask"] = Sweep(
-    "relbias", "the warp-specialized Gluon forward kernel's interior key tiles with the causal mask (1) or through "
-    "the masked step (2; gluon_ws_mask_interior), so that the value product overlaps their softmax, against the "
-    "dispatched kernel, on the cases gluon_ws_rule sends to it",
-    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"),
-    (("rule", dict(gluon=None)),
-     ("mask1", dict(gluon=None, gluon_ws_mask_interior=1)),
-     ("mask2", dict(gluon=None, gluon_ws_mask_interior=2))))
-
 SWEEPS["mqa-merge-dc-2"] = Sweep(
     "mqa_decode", "the swap-AB kernel's merge at 256 against 512 output dims per program at the token counts the "
     "mqa-merge-dc grid did not time (2 and 8 tokens), attention with its merge",

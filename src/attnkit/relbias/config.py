@@ -364,19 +364,6 @@ GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS"
                           "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered from its strip "
                           "in 64-bit pairs (one shared-memory load per two scores of a row) instead of one load per "
                           "score; the same values; off: no faster at 8K global, the relbias-gluon-ws-pairs sweep)")
-# The interior loop's overlap. In the sm_90 SASS of the dispatched warp-specialized kernel (compile_check:
-# softmax_overlap) ptxas waits for the value product P_{j-1} V_{j-1} before the softmax's exponentials in the interior
-# loop (the tiles a warpgroup's rows all see whole: no mask), where in the two masked loops around it the wait comes
-# after them and the product overlaps the softmax, FlashAttention-3's intra-warpgroup overlap; the interior loop holds
-# most of a long prefill's tiles. Level 1 gives the interior tiles the causal mask anyway (a select per score, true on
-# every one of them: 582 -> 1041 instructions a tile, the wait after the exponentials in both consumers); level 2
-# runs them through the masked step (no interior loop: 1167, all masks). The same scores at every level.
-GLUON_WS_MASK_INTERIOR = IntOption("gluon_ws_mask_interior", "ATTNKIT_RELBIAS_GLUON_WS_MASK_INTERIOR", None, 0, 2,
-                                   "warp-specialized Gluon forward kernel (gluon_ws): 0 the interior key tiles "
-                                   "unmasked, 1 with the causal mask (a no-op on them that keeps ptxas from waiting "
-                                   "for the value product before the softmax), 2 through the masked step; the same "
-                                   "results; default: the rule (GLUON_WS_MASK_INTERIOR_RULE)")
-GLUON_WS_MASK_INTERIOR_RULE = 0  # not yet timed: the kernel as gated
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -471,7 +458,6 @@ class GluonFwdConfig:
     k_early: bool = False  # one-warpgroup kernel: key tiles issued after the score products (gluon_k_early)
     tree: bool = False  # the overlapped schedule's row maxima and sums as trees (gluon_tree_reduce)
     bias_pairs: bool = False  # warp-specialized: the bias gathered in 64-bit pairs (gluon_bias_pairs)
-    mask_interior: int = 0  # warp-specialized: the interior tiles' mask (gluon_ws_mask_interior: 0, 1, 2)
 
     @property
     def block_m(self) -> int:
@@ -519,6 +505,18 @@ def gluon_ws_rule(head_dim: int, window, max_seqlen_q: int, mean_seqlen_k: float
 
 GLUON_WS_MAXNREG = 168  # registers a thread at the warp-specialized kernel's entry: 12 warps x 32 x 168 fit 64K
 
+# Tried at 2f13cba and removed (gluon_ws_mask_interior): in the sm_90 SASS of the dispatched warp-specialized kernel
+# (compile_check.softmax_overlap) ptxas waits for the value product P_{j-1} V_{j-1} before the softmax's exponentials in
+# the interior loop alone (582 instructions a tile), while in the two masked loops around it (1206) the wait follows
+# them and the product overlaps the softmax. Giving the interior tiles the causal mask all the same (a select per
+# score, true on each: 1041 instructions, overlapped in both consumers) or running them through the masked step (no
+# interior loop: 1167, overlapped) gave the same bits (GPU test, 8 cases) and passed the gate
+# (benchmarks/checks/check-relbias-gluon_fwd_ws_mask_interior-h200-2f13cba.jsonl, every perturbation caught), and was
+# much slower (benchmarks/sweeps/h200-2f13cba/sweep-relbias-gluon-ws-mask.json, 5 rounds, paired / the rule): prefill 8K
+# global 1.39 [1.38-1.40] and 1.45, chunks of 128 against 8K 1.34 and 1.36. So the overlap the interior loop lacks is
+# not what holds the kernel at 1.22x cuDNN: a consumer's step is bound by its instructions (79 % more of them, 39 %
+# longer), and what could shorten it is fewer instructions a tile, not more overlap.
+
 
 def gluon_fwd_tile_ok(head_dim: int, block_n: int | None, num_warps: int | None, num_stages: int | None,
                       ws: bool = False) -> bool:
@@ -537,8 +535,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
-                     k_early: bool = False, tree: bool = False, bias_pairs: bool = False,
-                     mask_interior: int | None = None) -> GluonFwdConfig:
+                     k_early: bool = False, tree: bool = False, bias_pairs: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -548,8 +545,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
-    gathered in 64-bit pairs; mask_interior: its interior tiles' mask (GLUON_WS_MASK_INTERIOR; None: the rule with
-    ws, else 0)."""
+    gathered in 64-bit pairs."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -569,12 +565,6 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_pairs: the warp-specialized kernel's bias gather (gluon_ws)")
     if bias_pairs and not bias_gather:
         raise ValueError("gluon_bias_pairs: pairs of the strip's gather; not with gluon_bias_gather=False")
-    if mask_interior and not ws:
-        raise ValueError("gluon_ws_mask_interior: the interior loop of the warp-specialized kernel (gluon_ws)")
-    if mask_interior is None:
-        mask_interior = GLUON_WS_MASK_INTERIOR_RULE if ws else 0
-    if mask_interior not in (0, 1, 2):
-        raise ValueError(f"gluon_ws_mask_interior: 0, 1 or 2, got {mask_interior}")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
     pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)
@@ -614,7 +604,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
                           ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early,
-                          tree=bool(tree), bias_pairs=bool(bias_pairs), mask_interior=int(mask_interior))
+                          tree=bool(tree), bias_pairs=bool(bias_pairs))
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

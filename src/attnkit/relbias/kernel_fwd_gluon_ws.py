@@ -23,11 +23,6 @@ Schedule   program = 128 query rows of one (sequence, query head): consumer c ta
 TREE       each tile's row maxima and sums as trees (column halves combined elementwise down to 8 columns, then
            across the quad) instead of one dependent chain per row along a thread's 32 columns (the option
            gluon_tree_reduce); the sums' order differs from the chain's, so the results may differ in the last bits.
-INTERIOR   MASK_INTERIOR (the option gluon_ws_mask_interior): in the sm_90 SASS of the interior loop (the key
-           tiles every row of the warpgroup sees whole, no mask) ptxas places the wait for P_{j-1} V_{j-1} before the
-           softmax's exponentials, so that product does not overlap them, where in the two masked loops it keeps the
-           overlap. 1: the interior tiles take the causal mask all the same (true on each of their scores); 2: they
-           run through the masked step (no interior loop). The same scores either way.
 Registers  the producer warp 24, the second consumer warpgroup 240, the first what is left of maxnreg x 12 warps
            (the launcher passes maxnreg 168: 168 x 3 warpgroups - 240 - 24 = 240).
 Persistent relbias_fwd_gluon_ws_persistent_kernel: the same partitions on a grid of one program per SM, each
@@ -111,7 +106,7 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
              GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr = False,
-             TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, MASK_INTERIOR: gl.constexpr = 0):
+             TREE: gl.constexpr = False, PAIRS: gl.constexpr = False):
     """Union tile j (the ring's tile it + j, this consumer's turn it + j; not its first tile): S_j and P_{j-1} V_{j-1}
     issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer."""
     slot = (it + j) % STAGES
@@ -134,10 +129,6 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
         mbarrier.arrive(kempty.index(slot), count=1)  # key tile j read: the producer may refill its slot
     s = _tile_scores(s, tab, base, E, n0, first_pos, seqlen_k, win, full_rows, qk_scale, MASKED, WG_ROWS, BLOCK_N,
                      HAS_WINDOW, CLAMP, PERTURB, s_l, strip_l, GATHER, None, ACC)
-    if MASK_INTERIOR == 1 and not MASKED:  # the causal mask, true on every score of an interior tile (see INTERIOR)
-        rows = gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, s_l))
-        cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
-        s = gl.where((first_pos + rows)[:, None] - (n0 + cols)[None, :] >= 0, s, float("-inf"))
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i, False, ACC, qk_scale, TREE)
     acc, p_prev = warpgroup_mma_wait(0, deps=[acc_tok, p_prev])
     mbarrier.arrive(empty.index(pslot), count=1)  # tile j - 1 read by both products (KREL: its value tile)
@@ -153,7 +144,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
                  PINGPONG: gl.constexpr, KREL: gl.constexpr = False, TREE: gl.constexpr = False,
-                 PAIRS: gl.constexpr = False, MASK_INTERIOR: gl.constexpr = 0):
+                 PAIRS: gl.constexpr = False):
     """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
     it + kt - 1), then out and LSE."""
     D: gl.constexpr = HEAD_DIM
@@ -226,26 +217,21 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
         p_prev = gl.convert_layout(p.to(dtype), p_l)
     j1 = gl.maximum(ja, js + 1)
     j2 = gl.maximum(jb, js + 1)
-    if MASK_INTERIOR == 2:  # no interior loop: its tiles go through the masked step of the last loop (see INTERIOR)
-        j2 = j1
     for j in range(js + 1, j1):
         m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS,
-                                         MASK_INTERIOR)
+                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS)
     for j in range(j1, j2):
         m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, False, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS,
-                                         MASK_INTERIOR)
+                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS)
     for j in range(j2, je):
         m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                                          p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
                                          bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS,
-                                         MASK_INTERIOR)
+                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS)
     if je > js:  # the last tile's value product, then its slot released
         lslot = (it + je - 1) % STAGES
         mbarrier.wait(vbar.index(lslot), ((it + je - 1) // STAGES) & 1)
@@ -306,7 +292,6 @@ def relbias_fwd_gluon_ws_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
-    MASK_INTERIOR: gl.constexpr = 0,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -338,12 +323,12 @@ def relbias_fwd_gluon_ws_kernel(
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, MASK_INTERIOR)),
+                        PINGPONG, KREL, TREE, PAIRS)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, MASK_INTERIOR)),
+                        PINGPONG, KREL, TREE, PAIRS)),
         (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, 0,
                         BLOCK_N, D, STAGES, KREL)),
     ], [4, 1], [240, 24])
@@ -386,7 +371,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
                       HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
                       GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr,
-                      TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, MASK_INTERIOR: gl.constexpr = 0):
+                      TREE: gl.constexpr = False, PAIRS: gl.constexpr = False):
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
@@ -396,7 +381,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
         _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start, seqlen_q,
                      k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                      stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                     PINGPONG, KREL, TREE, PAIRS, MASK_INTERIOR)
+                     PINGPONG, KREL, TREE, PAIRS)
         it += kt
 
 
@@ -409,7 +394,6 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
-    MASK_INTERIOR: gl.constexpr = 0,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -428,12 +412,12 @@ def relbias_fwd_gluon_ws_persistent_kernel(
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, MASK_INTERIOR)),
+                             KREL, TREE, PAIRS)),
         (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, MASK_INTERIOR)),
+                             KREL, TREE, PAIRS)),
         (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
                              n_bh, HQ, GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW, KREL)),
     ], [4, 1], [240, 24])

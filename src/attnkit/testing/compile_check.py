@@ -245,14 +245,6 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=2, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0,
                          GATHER=True, ACC=True, PINGPONG=False, KREL=True, PAIRS=True),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
-    for level in (1, 2):  # the interior tiles' mask (gluon_ws_mask_interior)
-        desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"
-        out.append((f"relbias_fwd_gluon_ws D128 bn128 s2 acc krel mask{level}", relbias_fwd_gluon_ws_kernel,
-                    dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
-                         CU_K="*i32"),
-                    dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_N=128, STAGES=2, HAS_WINDOW=False, CLAMP=False,
-                         PERTURB=0, GATHER=True, ACC=True, PINGPONG=False, KREL=True, MASK_INTERIOR=level),
-                    dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"  # as dispatched, with the row reductions as trees
     out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel tree", relbias_fwd_gluon_ws_kernel,
                 dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
