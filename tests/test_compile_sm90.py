@@ -106,6 +106,32 @@ def test_ws_interior_loop_waits_for_the_value_product_before_the_softmax():
     assert all(e == 64 for n, e in steps if n > 1000 and n < 1300), steps  # their masked loops
 
 
+def test_ws_bias_ahead_loads_the_next_strip_during_the_products_and_overlaps_the_softmax():
+    """With gluon_bias_ahead the strip of tile j + 1 is loaded among tile j's products, not before them: in the
+    interior loop no global load precedes the first warpgroup MMA (without the option both strip loads do, and the
+    shared-memory store of the strip waits for them before the MMA), and ptxas then keeps the value product in flight
+    through all 64 exponentials of a thread in both consumers' interior loops (0 without the option, the test above)."""
+    expr = ('[[cc._OPCODE.match(b).group(1) for b in body] for body in cc._loop_bodies('
+            'cc.compile_named("{}")[0].asm["cubin"]) if any("HGMMA" in x for x in body) '
+            'and any("MUFU.EX2" in x for x in body)]')
+
+    def interior(name):
+        loops = _compiled(expr.format(name))
+        return min(loops, key=len)
+
+    for name, loads_first in (("relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead", False),
+                              ("relbias_fwd_gluon_ws D128 bn128 s2 acc krel", True)):
+        ops = interior(name)
+        first_mma = next(i for i, o in enumerate(ops) if o.startswith("HGMMA"))
+        ldg = [i for i, o in enumerate(ops) if o.startswith("LDG")]
+        assert len(ldg) == 2, (name, ldg)
+        assert all(i < first_mma for i in ldg) == loads_first, (name, ldg, first_mma)
+    loops = _compiled('cc.softmax_overlap("relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead")')
+    steps = [(x["instructions"], x["ex2_in_flight"][0]) for x in loops if len(x["ex2_in_flight"]) == 1]
+    shortest = min(n for n, _ in steps)
+    assert sorted(e for n, e in steps if n < shortest + 50) == [64, 64], steps
+
+
 # The relbias warp-specialized kernel without turns as it compiled before its unused turn barriers were left out:
 # the barriers initialized at 163840 and 163848, then the partitions' captured arguments stored there and the first
 # consumer's layout scratch read and written from there.

@@ -508,6 +508,15 @@ SWEEPS["mqa-merge-dc-2"] = Sweep(
     (("swapab-dc512", dict(kernel="swapab", gluon=True, merge_dc=512)),
      ("swapab-dc256", dict(kernel="swapab", gluon=True, merge_dc=256))))
 
+SWEEPS["relbias-gluon-ws-ahead"] = Sweep(
+    "relbias", "the warp-specialized Gluon forward kernel's strips loaded a tile ahead (gluon_bias_ahead) against the "
+    "dispatched kernel, on the cases gluon_ws_rule sends to it and a windowed one forced onto it",
+    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k", "relbias-model-prefill-8k-w1024"),
+    (("rule", dict(gluon=None)),
+     ("ahead", dict(gluon=None, gluon_bias_ahead=True)),
+     ("ws", dict(gluon=True, gluon_ws=True)),
+     ("ws-ahead", dict(gluon=True, gluon_ws=True, gluon_bias_ahead=True))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "

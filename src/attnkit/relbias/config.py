@@ -364,6 +364,16 @@ GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS"
                           "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered from its strip "
                           "in 64-bit pairs (one shared-memory load per two scores of a row) instead of one load per "
                           "score; the same values; off: no faster at 8K global, the relbias-gluon-ws-pairs sweep)")
+# Ahead: in the warp-specialized kernel's step the strip's table values were loaded at the start of the tile's own
+# step, and the score product, which starts from the bias (gluon_bias_acc), could not issue before that load came
+# back (a round trip to L2: each tile's strip reaches BLOCK_N distances past the previous tile's, so its lines are
+# new to L1), nor the value product of the tile before, issued after it. With the option each tile's strip is loaded
+# during the step before (issued with its products, two registers a thread), so only the strip's shared-memory gather
+# precedes the product. The same values (the same bits). Off until timed (sweep relbias-gluon-ws-ahead).
+GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD", False,
+                          "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_acc): each tile's strip "
+                          "of table values loaded during the previous tile's step, so the load's latency is off the "
+                          "path to the score product it starts; the same values; off until timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -458,6 +468,7 @@ class GluonFwdConfig:
     k_early: bool = False  # one-warpgroup kernel: key tiles issued after the score products (gluon_k_early)
     tree: bool = False  # the overlapped schedule's row maxima and sums as trees (gluon_tree_reduce)
     bias_pairs: bool = False  # warp-specialized: the bias gathered in 64-bit pairs (gluon_bias_pairs)
+    bias_ahead: bool = False  # warp-specialized: each tile's strip loaded a tile ahead (gluon_bias_ahead)
 
     @property
     def block_m(self) -> int:
@@ -535,7 +546,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_early: bool = False, p_smem: bool = False, lazy_rescale: bool = False,
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
-                     k_early: bool = False, tree: bool = False, bias_pairs: bool = False) -> GluonFwdConfig:
+                     k_early: bool = False, tree: bool = False, bias_pairs: bool = False,
+                     bias_ahead: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -545,7 +557,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
-    gathered in 64-bit pairs."""
+    gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -565,6 +577,12 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_pairs: the warp-specialized kernel's bias gather (gluon_ws)")
     if bias_pairs and not bias_gather:
         raise ValueError("gluon_bias_pairs: pairs of the strip's gather; not with gluon_bias_gather=False")
+    if bias_ahead and not ws:
+        raise ValueError("gluon_bias_ahead: the warp-specialized kernel's strips (gluon_ws)")
+    if bias_ahead and not bias_gather:
+        raise ValueError("gluon_bias_ahead: loads the strip the gather reads; not with gluon_bias_gather=False")
+    if bias_ahead and bias_pairs:
+        raise ValueError("gluon_bias_ahead: not with gluon_bias_pairs (whose gather loads two strips)")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
     pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)
@@ -601,10 +619,13 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     if bias_pairs and not bias_acc:
         raise ValueError("gluon_bias_pairs: gathers the bias that starts the score product (gluon_bias_acc); not "
                          "with gluon_bias_acc=False")
+    if bias_ahead and not bias_acc:
+        raise ValueError("gluon_bias_ahead: loads the strip of the bias that starts the score product "
+                         "(gluon_bias_acc); not with gluon_bias_acc=False")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
                           ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early,
-                          tree=bool(tree), bias_pairs=bool(bias_pairs))
+                          tree=bool(tree), bias_pairs=bool(bias_pairs), bias_ahead=bool(bias_ahead))
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -65,14 +65,17 @@ def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: 
 @gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None,
-               PAIRS: gl.constexpr = False):
+               PAIRS: gl.constexpr = False, raw=None):
     """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
     distances base .. (base: the tile's smallest distance, the first row's to the last key) by a gather (GATHER), or
     one cached table load per score. Independent of the scores, so it may be built while their product runs.
     ACC: in the unscaled domain of q.k instead (table x bias_mul = table / softmax_scale, kept finite), to start the
-    score product's accumulator."""
+    score product's accumulator. raw: the strip's table values as _strip_raw loaded them earlier (GATHER, not PAIRS),
+    so no load here."""
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
+    if raw is not None:
+        gl.static_assert(GATHER and not PAIRS, "a strip loaded ahead is gathered one score at a time")
     if GATHER and PAIRS:
         # a thread holds each row's scores in column pairs (c, c + 1), c even: their distances are the strip's
         # t and t - 1 at t = r - c + BLOCK_N - 1, so one 64-bit gather of (strip[t], strip[t - 1]) serves both
@@ -92,7 +95,7 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
     elif GATHER:
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
-        strip = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul)
+        strip = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul, raw)
         # distance of (row r, key column c) = base + r - c + BLOCK_N - 1: a Toeplitz tile of the strip
         gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
         bias = gl.reshape(gl.gather(strip, gl.reshape(gidx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
@@ -103,14 +106,27 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
 
 
 @gluon.jit
-def _bias_at(tab, dist, E, CLAMP: gl.constexpr, ACC: gl.constexpr, bias_mul):
+def _strip_raw(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, strip_l: gl.constexpr):
+    """The table values of a tile's strip (distances base .. base + S_LEN - 1, each clamped into the table) as
+    loaded, for _tile_bias(raw=...) to finish: issued a tile ahead (the warp-specialized kernel's AHEAD), the load's
+    latency is off the path to the score product it starts."""
+    S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
+    t = gl.arange(0, S_LEN, layout=strip_l)
+    return gl.load(tab + gl.minimum(gl.maximum(base + t, 0), E - 1))
+
+
+@gluon.jit
+def _bias_at(tab, dist, E, CLAMP: gl.constexpr, ACC: gl.constexpr, bias_mul, raw=None):
     """The bias at distances `dist` (clamped into the table; beyond the extent table[E - 1] with CLAMP, else 0): in
-    the base-2 domain, or with ACC over softmax_scale (times bias_mul) and kept within ACC_BIAS_MAX."""
+    the base-2 domain, or with ACC over softmax_scale (times bias_mul) and kept within ACC_BIAS_MAX. raw: the table
+    values at the clamped distances, already loaded (_strip_raw)."""
+    if raw is None:
+        raw = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1))
     if ACC:
-        b = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * bias_mul
+        b = raw * bias_mul
         b = gl.minimum(gl.maximum(b, -ACC_BIAS_MAX), ACC_BIAS_MAX)
     else:
-        b = gl.load(tab + gl.minimum(gl.maximum(dist, 0), E - 1)) * LOG2E
+        b = raw * LOG2E
     if not CLAMP:
         b = gl.where(dist < E, b, 0.0)  # beyond the extent: no bias
     return b

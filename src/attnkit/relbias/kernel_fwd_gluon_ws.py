@@ -20,6 +20,10 @@ Schedule   program = 128 query rows of one (sequence, query head): consumer c ta
            other's products: one turn per union tile for each consumer, in tile order, taken also on the tiles it
            releases unread (turns counted per consumer's own tiles deadlock once one consumer skips more tiles than
            the ring holds, as a block whose second half has no query rows does).
+AHEAD      each tile's strip of table values loaded a tile ahead (issued with the previous tile's products, kept
+           in two registers a thread) instead of at the start of its own step, where the load's round trip to L2
+           (each tile's strip reaches 128 distances past the last one's) came before the score product it starts
+           (the option gluon_bias_ahead); the same values, so the same bits.
 TREE       each tile's row maxima and sums as trees (column halves combined elementwise down to 8 columns, then
            across the quad) instead of one dependent chain per row along a thread's 32 columns (the option
            gluon_tree_reduce); the sums' order differs from the chain's, so the results may differ in the last bits.
@@ -37,8 +41,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from .kernel_fwd_gluon import (LOG2E, _key_range, _program_block, _sequence_head, _softmax, _tile_bias,
-                               _tile_scores, _write_out)
+from .kernel_fwd_gluon import (LOG2E, _key_range, _program_block, _sequence_head, _softmax, _strip_raw,
+                               _tile_bias, _tile_scores, _write_out)
 
 WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
 WG_WARPS: gl.constexpr = gl.constexpr(4)
@@ -106,14 +110,19 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
              GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr = False,
-             TREE: gl.constexpr = False, PAIRS: gl.constexpr = False):
+             TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, raw=None, AHEAD: gl.constexpr = False):
     """Union tile j (the ring's tile it + j, this consumer's turn it + j; not its first tile): S_j and P_{j-1} V_{j-1}
-    issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer."""
+    issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer.
+    AHEAD: raw is tile j's strip as loaded during the step before, and tile j + 1's is loaded once the products are
+    issued (the fifth value returned; else a placeholder)."""
     slot = (it + j) % STAGES
     n0 = lo + j * BLOCK_N
     base = first_pos - (n0 + BLOCK_N - 1) + shift
     if ACC and PERTURB != 1:
-        s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS)
+        if AHEAD:
+            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS, raw)
+        else:
+            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS)
     else:
         s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
     pslot = (it + j - 1) % STAGES
@@ -124,6 +133,10 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
                           is_async=True)
     acc_tok = warpgroup_mma(p_prev, v_smem.index(pslot), acc, is_async=True)
     _ws_pass(turn, c, PINGPONG)
+    if AHEAD:  # tile j + 1's strip (a tile's smallest distance falls by BLOCK_N a tile), in flight during this step
+        raw = _strip_raw(tab, base - BLOCK_N, E, WG_ROWS, BLOCK_N, strip_l)
+    else:
+        raw = 0  # a placeholder the caller drops (one return statement, so one type)
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
     if KREL:
         mbarrier.arrive(kempty.index(slot), count=1)  # key tile j read: the producer may refill its slot
@@ -134,7 +147,7 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
     mbarrier.arrive(empty.index(pslot), count=1)  # tile j - 1 read by both products (KREL: its value tile)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
     p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
-    return m_i, l_i, acc, p_prev
+    return m_i, l_i, acc, p_prev, raw
 
 
 @gluon.jit
@@ -144,7 +157,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
                  PINGPONG: gl.constexpr, KREL: gl.constexpr = False, TREE: gl.constexpr = False,
-                 PAIRS: gl.constexpr = False):
+                 PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False):
     """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
     it + kt - 1), then out and LSE."""
     D: gl.constexpr = HEAD_DIM
@@ -199,6 +212,9 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     l_i = gl.zeros([WG_ROWS], gl.float32, layout=gl.SliceLayout(1, s_l))
     acc = gl.zeros([WG_ROWS, D], gl.float32, layout=o_l)
     p_prev = gl.zeros([WG_ROWS, BLOCK_N], dtype, layout=p_l)
+    AHEAD_ON: gl.constexpr = AHEAD and ACC and PERTURB != 1  # a strip loaded ahead only where one starts the product
+    if AHEAD_ON:  # tile js + 1's strip, loaded during tile js (tile js's own with it, just below)
+        raw = _strip_raw(tab, first_pos - (lo + js * BLOCK_N + 2 * BLOCK_N - 1) + shift, E, WG_ROWS, BLOCK_N, strip_l)
     if je > js:  # tile js: its scores and softmax (its value product runs in the next step)
         base = first_pos - (lo + js * BLOCK_N + BLOCK_N - 1) + shift
         if ACC and PERTURB != 1:
@@ -218,20 +234,44 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     j1 = gl.maximum(ja, js + 1)
     j2 = gl.maximum(jb, js + 1)
     for j in range(js + 1, j1):
-        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
-                                         p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
-                                         bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS)
+        if AHEAD_ON:
+            m_i, l_i, acc, p_prev, raw = _ws_step(
+                    j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS, raw, True)
+        else:
+            m_i, l_i, acc, p_prev, _ = _ws_step(
+                    j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS)
     for j in range(j1, j2):
-        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
-                                         p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
-                                         bias_mul, c, False, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS)
+        if AHEAD_ON:
+            m_i, l_i, acc, p_prev, raw = _ws_step(
+                    j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS, raw, True)
+        else:
+            m_i, l_i, acc, p_prev, _ = _ws_step(
+                    j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS)
     for j in range(j2, je):
-        m_i, l_i, acc, p_prev = _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
-                                         p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale,
-                                         bias_mul, c, True, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l,
-                                         p_l, strip_l, GATHER, ACC, PINGPONG, KREL, TREE, PAIRS)
+        if AHEAD_ON:
+            m_i, l_i, acc, p_prev, raw = _ws_step(
+                    j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS, raw, True)
+        else:
+            m_i, l_i, acc, p_prev, _ = _ws_step(
+                    j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS)
     if je > js:  # the last tile's value product, then its slot released
         lslot = (it + je - 1) % STAGES
         mbarrier.wait(vbar.index(lslot), ((it + je - 1) // STAGES) & 1)
@@ -292,6 +332,7 @@ def relbias_fwd_gluon_ws_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
+    AHEAD: gl.constexpr = False,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -323,12 +364,12 @@ def relbias_fwd_gluon_ws_kernel(
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD)),
         (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, 0,
                         BLOCK_N, D, STAGES, KREL)),
     ], [4, 1], [240, 24])
@@ -371,7 +412,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
                       HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
                       GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr,
-                      TREE: gl.constexpr = False, PAIRS: gl.constexpr = False):
+                      TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False):
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
@@ -381,7 +422,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
         _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start, seqlen_q,
                      k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                      stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                     PINGPONG, KREL, TREE, PAIRS)
+                     PINGPONG, KREL, TREE, PAIRS, AHEAD)
         it += kt
 
 
@@ -394,6 +435,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
+    AHEAD: gl.constexpr = False,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -412,12 +454,12 @@ def relbias_fwd_gluon_ws_persistent_kernel(
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS)),
+                             KREL, TREE, PAIRS, AHEAD)),
         (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS)),
+                             KREL, TREE, PAIRS, AHEAD)),
         (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
                              n_bh, HQ, GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW, KREL)),
     ], [4, 1], [240, 24])
