@@ -95,8 +95,8 @@ def test_gluon_p_smem_keeps_the_value_product_in_flight_during_the_softmax():
 
 
 def test_ws_interior_loop_waits_for_the_value_product_before_the_softmax():
-    """The relbias warp-specialized kernel as dispatched (128-key tiles, key slots released early), as ptxas
-    schedules it for sm_90 (what config.py's note on the removed gluon_ws_mask_interior cites): in the interior loop
+    """The relbias warp-specialized kernel as dispatched before gluon_bias_ahead (128-key tiles, key slots released
+    early), as ptxas schedules it for sm_90 (what config.py's note on the removed gluon_ws_mask_interior cites): in the interior loop
     of each consumer warpgroup no exponential issues between the wait that leaves the value product running and the
     wait for it, while in the masked loops all 64 of a thread's do."""
     loops = _compiled('cc.softmax_overlap("relbias_fwd_gluon_ws D128 bn128 s2 acc krel")')

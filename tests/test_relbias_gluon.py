@@ -270,7 +270,7 @@ def test_bias_ahead_gives_the_same_bits(case_id, opts):
     LSE bits as the strip loaded in its own step, on interior, masked, windowed and beyond-the-extent tiles."""
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 3)
-    a = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, **opts)
+    a = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, gluon_bias_ahead=False, **opts)
     b = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, gluon_bias_ahead=True, **opts)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
@@ -282,6 +282,11 @@ def test_bias_ahead_refused_where_it_does_not_apply():
         with pytest.raises(ValueError, match="gluon_bias_ahead"):
             gluon_fwd_config(128, bias_ahead=True, **kw)
     assert gluon_fwd_config(128, ws=True, bias_ahead=True).bias_ahead
+    # the rule: on with the warp-specialized kernel where its bias starts the score product from a one-score gather
+    assert gluon_fwd_config(128, ws=True).bias_ahead and gluon_fwd_config(64, block_n=64, ws=True).bias_ahead
+    assert not gluon_fwd_config(128).bias_ahead
+    for kw in (dict(bias_acc=False), dict(bias_gather=False), dict(bias_pairs=True)):
+        assert not gluon_fwd_config(128, ws=True, **kw).bias_ahead, kw
 
 
 def test_bias_pairs_refused_where_they_do_not_apply():

@@ -510,12 +510,24 @@ SWEEPS["mqa-merge-dc-2"] = Sweep(
 
 SWEEPS["relbias-gluon-ws-ahead"] = Sweep(
     "relbias", "the warp-specialized Gluon forward kernel's strips loaded a tile ahead (gluon_bias_ahead) against the "
-    "dispatched kernel, on the cases gluon_ws_rule sends to it and a windowed one forced onto it",
+    "dispatched kernel as it was, on the cases gluon_ws_rule sends to it and a windowed one forced onto it (the "
+    "settings without it pin gluon_bias_ahead=False, the rule when it first ran)",
     ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k", "relbias-model-prefill-8k-w1024"),
-    (("rule", dict(gluon=None)),
+    (("rule", dict(gluon=None, gluon_bias_ahead=False)),
      ("ahead", dict(gluon=None, gluon_bias_ahead=True)),
-     ("ws", dict(gluon=True, gluon_ws=True)),
+     ("ws", dict(gluon=True, gluon_ws=True, gluon_bias_ahead=False)),
      ("ws-ahead", dict(gluon=True, gluon_ws=True, gluon_bias_ahead=True))))
+
+SWEEPS["relbias-gluon-ws-ahead-2"] = Sweep(
+    "relbias", "with gluon_bias_ahead on by rule: the warp-specialized kernel's other schedule options re-timed on "
+    "it (the consumers' turns, the persistent grid, the row reductions as trees) against the rule and the rule "
+    "without the strips ahead, on the cases gluon_ws_rule sends to it",
+    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"),
+    (("rule", dict(gluon=None)),
+     ("no-ahead", dict(gluon=None, gluon_bias_ahead=False)),
+     ("pingpong", dict(gluon=None, gluon_pingpong=True)),
+     ("persistent", dict(gluon=None, gluon_persistent=True)),
+     ("tree", dict(gluon=None, gluon_tree_reduce=True))))
 
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "

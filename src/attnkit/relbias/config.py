@@ -369,11 +369,22 @@ GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS"
 # back (a round trip to L2: each tile's strip reaches BLOCK_N distances past the previous tile's, so its lines are
 # new to L1), nor the value product of the tile before, issued after it. With the option each tile's strip is loaded
 # during the step before (issued with its products, two registers a thread), so only the strip's shared-memory gather
-# precedes the product. The same values (the same bits). Off until timed (sweep relbias-gluon-ws-ahead).
-GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD", False,
+# precedes the product. The same values (the same bits). In the sm_90 SASS of the interior loop (compile_check) the
+# two LDG now follow the first warpgroup MMA, and ptxas also moves the value product's wait after the exponentials:
+# all 64 of a thread's run while it is in flight (0 without the option), at 586 instructions a tile against 581.
+# Timed on the H200 at 163b812 (benchmarks/sweeps/h200-163b812/sweep-relbias-gluon-ws-ahead.json, 5 rounds, paired
+# ahead / without): prefill 8K global 0.975 [0.975-0.976] (2208 against 2264 us in that run), 8 chunks of 128 rows
+# against 8K keys 0.918 [0.909-0.921] (575 against 623); on the window-1024 case forced onto the warp-specialized
+# kernel 1.004 (the rule keeps that case on the one-warpgroup kernel). Beside cuDNN in the same session
+# (benchmarks/experiments/relbias-ahead-prefill-8k-h200-163b812.json, 7 rounds): 8K global 2058 against 1739 us,
+# paired 1.184 [1.181-1.186] (1.22 without it). Gate relbias/gluon_fwd_ws_ahead passed there, every perturbation
+# caught; the same-bits GPU tests passed. So the rule: on wherever the warp-specialized kernel runs with the bias
+# starting the score product (and not with gluon_bias_pairs, whose gather loads two strips).
+GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD", None,
                           "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_acc): each tile's strip "
                           "of table values loaded during the previous tile's step, so the load's latency is off the "
-                          "path to the score product it starts; the same values; off until timed")
+                          "path to the score product it starts; the same values; default: on with gluon_ws (2.5 % "
+                          "faster at prefill 8K global, 8 % on chunks of 128 rows, relbias-gluon-ws-ahead sweep)")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -547,7 +558,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
                      k_early: bool = False, tree: bool = False, bias_pairs: bool = False,
-                     bias_ahead: bool = False) -> GluonFwdConfig:
+                     bias_ahead: bool | None = None) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -557,7 +568,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     persistent: on a persistent grid; k_release: its key slots released after the score products (None: the rule,
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
-    gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead."""
+    gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead (None: the rule, on with ws where the bias
+    starts the score product from a strip gathered one score at a time)."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -577,12 +589,6 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_pairs: the warp-specialized kernel's bias gather (gluon_ws)")
     if bias_pairs and not bias_gather:
         raise ValueError("gluon_bias_pairs: pairs of the strip's gather; not with gluon_bias_gather=False")
-    if bias_ahead and not ws:
-        raise ValueError("gluon_bias_ahead: the warp-specialized kernel's strips (gluon_ws)")
-    if bias_ahead and not bias_gather:
-        raise ValueError("gluon_bias_ahead: loads the strip the gather reads; not with gluon_bias_gather=False")
-    if bias_ahead and bias_pairs:
-        raise ValueError("gluon_bias_ahead: not with gluon_bias_pairs (whose gather loads two strips)")
     if k_release is None:  # the rule (GLUON_K_RELEASE)
         k_release = ws
     pingpong = bool(pingpong)  # None: the rule, off (GLUON_PINGPONG)
@@ -619,6 +625,14 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     if bias_pairs and not bias_acc:
         raise ValueError("gluon_bias_pairs: gathers the bias that starts the score product (gluon_bias_acc); not "
                          "with gluon_bias_acc=False")
+    if bias_ahead is None:  # the rule (GLUON_BIAS_AHEAD)
+        bias_ahead = ws and bias_acc and bias_gather and not bias_pairs
+    if bias_ahead and not ws:
+        raise ValueError("gluon_bias_ahead: the warp-specialized kernel's strips (gluon_ws)")
+    if bias_ahead and not bias_gather:
+        raise ValueError("gluon_bias_ahead: loads the strip the gather reads; not with gluon_bias_gather=False")
+    if bias_ahead and bias_pairs:
+        raise ValueError("gluon_bias_ahead: not with gluon_bias_pairs (whose gather loads two strips)")
     if bias_ahead and not bias_acc:
         raise ValueError("gluon_bias_ahead: loads the strip of the bias that starts the score product "
                          "(gluon_bias_acc); not with gluon_bias_acc=False")

@@ -203,7 +203,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     ``gluon_bias_pairs`` (the warp-specialized kernel's bias gathered in 64-bit pairs, one shared-memory load per two
     scores of a row, the same values; off: no faster at 8K global, the relbias-gluon-ws-pairs sweep);
     ``gluon_bias_ahead`` (the warp-specialized kernel's strip of table values for each tile loaded during the tile
-    before, so the score product it starts does not wait for the load; the same values; off until timed);
+    before, so the score product it starts does not wait for the load; the same values; default: on with
+    gluon_ws, 2.5 % faster at prefill 8K global and 8 % on chunks of 128 rows, the relbias-gluon-ws-ahead sweep);
     ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;

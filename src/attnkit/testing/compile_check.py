@@ -216,7 +216,7 @@ def _variants():
                                               (128, 128, False, False, True, True, False),
                                               (64, 128, True, True, True, False, False),
                                               (128, 64, True, False, True, True, False),
-                                              (128, 128, False, False, False, True, True),  # as dispatched
+                                              (128, 128, False, False, False, True, True),  # dispatched, less AHEAD
                                               (128, 128, False, False, True, True, True),
                                               (128, 128, True, True, True, True, True),
                                               (128, 128, False, False, None, True, False)):  # None: the bug below
@@ -247,7 +247,7 @@ def _variants():
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     for D, bn, win, clamp, pers in ((128, 128, False, False, False), (128, 128, True, True, False),
                                     (64, 64, True, False, False), (128, 128, False, False, True)):
-        desc = f"tensordesc<bf16[{bn}, {D}],{KV_LAYOUT!r}>"  # each tile's strip loaded a tile ahead (gluon_bias_ahead)
+        desc = f"tensordesc<bf16[{bn}, {D}],{KV_LAYOUT!r}>"  # strips a tile ahead (gluon_bias_ahead): the first dispatched
         out.append((f"relbias_fwd_gluon_ws{'_persistent' if pers else ''} D{D} bn{bn} s2 acc krel ahead"
                     + (" window" if win else "") + (" clamp" if clamp else ""),
                     relbias_fwd_gluon_ws_persistent_kernel if pers else relbias_fwd_gluon_ws_kernel,
