@@ -264,7 +264,9 @@ def test_bias_pairs_give_the_same_bits(case_id, block_n):
 @pytest.mark.parametrize("case_id", ["relbias-prefill-s1023", "relbias-extent-e1", "relbias-window-w1",
                                      "relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"])
 @pytest.mark.parametrize("opts", [dict(block_n=128), dict(block_n=64), dict(block_n=128, gluon_persistent=True),
-                                  dict(block_n=64, gluon_pingpong=True)], ids=lambda o: "-".join(map(str, o.values())))
+                                  dict(block_n=64, gluon_pingpong=True), dict(block_n=128, gluon_bias_pairs=True),
+                                  dict(block_n=64, gluon_bias_pairs=True)],
+                         ids=lambda o: "-".join(map(str, o.values())))
 def test_bias_ahead_gives_the_same_bits(case_id, opts):
     """gluon_bias_ahead loads each tile's strip a tile earlier and builds the same bias from it: the same output and
     LSE bits as the strip loaded in its own step, on interior, masked, windowed and beyond-the-extent tiles."""
@@ -277,16 +279,16 @@ def test_bias_ahead_gives_the_same_bits(case_id, opts):
 
 def test_bias_ahead_refused_where_it_does_not_apply():
     from attnkit.relbias.config import gluon_fwd_config
-    for kw in (dict(), dict(ws=True, bias_acc=False), dict(ws=True, bias_gather=False),
-               dict(ws=True, bias_pairs=True)):
+    for kw in (dict(), dict(ws=True, bias_acc=False), dict(ws=True, bias_gather=False)):
         with pytest.raises(ValueError, match="gluon_bias_ahead"):
             gluon_fwd_config(128, bias_ahead=True, **kw)
     assert gluon_fwd_config(128, ws=True, bias_ahead=True).bias_ahead
     # the rule: on with the warp-specialized kernel where its bias starts the score product from a one-score gather
     assert gluon_fwd_config(128, ws=True).bias_ahead and gluon_fwd_config(64, block_n=64, ws=True).bias_ahead
     assert not gluon_fwd_config(128).bias_ahead
-    for kw in (dict(bias_acc=False), dict(bias_gather=False), dict(bias_pairs=True)):
+    for kw in (dict(bias_acc=False), dict(bias_gather=False)):
         assert not gluon_fwd_config(128, ws=True, **kw).bias_ahead, kw
+    assert gluon_fwd_config(128, ws=True, bias_pairs=True).bias_ahead  # both of its strips loaded ahead
 
 
 def test_bias_pairs_refused_where_they_do_not_apply():

@@ -531,6 +531,14 @@ SWEEPS["relbias-gluon-ws-ahead-2"] = Sweep(
      ("tree", dict(gluon=None, gluon_tree_reduce=True)),
      ("diag-nobias", dict(gluon=None, _perturb="bias-dropped"))))
 
+SWEEPS["relbias-gluon-ws-pairs-2"] = Sweep(
+    "relbias", "with gluon_bias_ahead on by rule: the warp-specialized kernel's bias gathered in 64-bit pairs "
+    "(gluon_bias_pairs, both of its strips loaded ahead: 575 SASS instructions a tile against 586, 31 LDS against "
+    "63) against the rule, on the cases gluon_ws_rule sends to it",
+    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"),
+    (("rule", dict(gluon=None)),
+     ("pairs", dict(gluon=None, gluon_bias_pairs=True))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "

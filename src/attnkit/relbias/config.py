@@ -379,7 +379,7 @@ GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS"
 # (benchmarks/experiments/relbias-ahead-prefill-8k-h200-163b812.json, 7 rounds): 8K global 2058 against 1739 us,
 # paired 1.184 [1.181-1.186] (1.22 without it). Gate relbias/gluon_fwd_ws_ahead passed there, every perturbation
 # caught; the same-bits GPU tests passed. So the rule: on wherever the warp-specialized kernel runs with the bias
-# starting the score product (and not with gluon_bias_pairs, whose gather loads two strips).
+# starting the score product (with gluon_bias_pairs, both of its strips are loaded ahead).
 GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD", None,
                           "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_acc): each tile's strip "
                           "of table values loaded during the previous tile's step, so the load's latency is off the "
@@ -569,7 +569,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
     gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead (None: the rule, on with ws where the bias
-    starts the score product from a strip gathered one score at a time)."""
+    starts the score product from a gathered strip)."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -626,13 +626,11 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_pairs: gathers the bias that starts the score product (gluon_bias_acc); not "
                          "with gluon_bias_acc=False")
     if bias_ahead is None:  # the rule (GLUON_BIAS_AHEAD)
-        bias_ahead = ws and bias_acc and bias_gather and not bias_pairs
+        bias_ahead = ws and bias_acc and bias_gather
     if bias_ahead and not ws:
         raise ValueError("gluon_bias_ahead: the warp-specialized kernel's strips (gluon_ws)")
     if bias_ahead and not bias_gather:
         raise ValueError("gluon_bias_ahead: loads the strip the gather reads; not with gluon_bias_gather=False")
-    if bias_ahead and bias_pairs:
-        raise ValueError("gluon_bias_ahead: not with gluon_bias_pairs (whose gather loads two strips)")
     if bias_ahead and not bias_acc:
         raise ValueError("gluon_bias_ahead: loads the strip of the bias that starts the score product "
                          "(gluon_bias_acc); not with gluon_bias_acc=False")

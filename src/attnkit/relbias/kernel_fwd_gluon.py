@@ -65,24 +65,25 @@ def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: 
 @gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None,
-               PAIRS: gl.constexpr = False, raw=None):
+               PAIRS: gl.constexpr = False, raw=None, raw_prev=None):
     """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
     distances base .. (base: the tile's smallest distance, the first row's to the last key) by a gather (GATHER), or
     one cached table load per score. Independent of the scores, so it may be built while their product runs.
     ACC: in the unscaled domain of q.k instead (table x bias_mul = table / softmax_scale, kept finite), to start the
-    score product's accumulator. raw: the strip's table values as _strip_raw loaded them earlier (GATHER, not PAIRS),
-    so no load here."""
+    score product's accumulator. raw: the strip's table values as _strip_raw loaded them earlier (GATHER), so no load
+    here; with PAIRS also raw_prev, the strip one distance back (_strip_raw at base - 1)."""
     rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_l))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
     if raw is not None:
-        gl.static_assert(GATHER and not PAIRS, "a strip loaded ahead is gathered one score at a time")
+        gl.static_assert(GATHER, "a strip loaded ahead is gathered")
     if GATHER and PAIRS:
         # a thread holds each row's scores in column pairs (c, c + 1), c even: their distances are the strip's
         # t and t - 1 at t = r - c + BLOCK_N - 1, so one 64-bit gather of (strip[t], strip[t - 1]) serves both
         S_LEN: gl.constexpr = 2 * BLOCK_M if BLOCK_M >= BLOCK_N else 2 * BLOCK_N
         t = gl.arange(0, S_LEN, layout=strip_l)
-        here = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul).to(gl.uint32, bitcast=True).to(gl.uint64)
-        prev = _bias_at(tab, base + t - 1, E, CLAMP, ACC, bias_mul).to(gl.uint32, bitcast=True).to(gl.uint64)
+        here = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul, raw).to(gl.uint32, bitcast=True).to(gl.uint64)
+        prev = _bias_at(tab, base + t - 1, E, CLAMP, ACC, bias_mul, raw_prev).to(gl.uint32, bitcast=True)
+        prev = prev.to(gl.uint64)
         packed = here | (prev << 32)
         gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
         g_even, g_odd = gl.split(gl.reshape(gidx, [BLOCK_M, BLOCK_N // 2, 2]))

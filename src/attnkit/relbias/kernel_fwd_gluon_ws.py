@@ -110,17 +110,20 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr,
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
              GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr = False,
-             TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, raw=None, AHEAD: gl.constexpr = False):
+             TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, raw=None, raw_prev=None,
+             AHEAD: gl.constexpr = False):
     """Union tile j (the ring's tile it + j, this consumer's turn it + j; not its first tile): S_j and P_{j-1} V_{j-1}
     issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer.
-    AHEAD: raw is tile j's strip as loaded during the step before, and tile j + 1's is loaded once the products are
-    issued (the fifth value returned; else a placeholder)."""
+    AHEAD: raw is tile j's strip as loaded during the step before (with PAIRS also raw_prev, the strip one distance
+    back), and tile j + 1's are loaded once the products are issued (the fifth and sixth values returned; else
+    placeholders)."""
     slot = (it + j) % STAGES
     n0 = lo + j * BLOCK_N
     base = first_pos - (n0 + BLOCK_N - 1) + shift
     if ACC and PERTURB != 1:
         if AHEAD:
-            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS, raw)
+            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS, raw,
+                            raw_prev)
         else:
             s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS)
     else:
@@ -135,8 +138,13 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
     _ws_pass(turn, c, PINGPONG)
     if AHEAD:  # tile j + 1's strip (a tile's smallest distance falls by BLOCK_N a tile), in flight during this step
         raw = _strip_raw(tab, base - BLOCK_N, E, WG_ROWS, BLOCK_N, strip_l)
+        if PAIRS:
+            raw_prev = _strip_raw(tab, base - BLOCK_N - 1, E, WG_ROWS, BLOCK_N, strip_l)
+        else:
+            raw_prev = 0
     else:
-        raw = 0  # a placeholder the caller drops (one return statement, so one type)
+        raw = 0  # placeholders the caller drops (one return statement, so one type)
+        raw_prev = 0
     s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done (groups complete in order); P V may still run
     if KREL:
         mbarrier.arrive(kempty.index(slot), count=1)  # key tile j read: the producer may refill its slot
@@ -147,7 +155,7 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
     mbarrier.arrive(empty.index(pslot), count=1)  # tile j - 1 read by both products (KREL: its value tile)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
     p_prev = gl.convert_layout(p.to(q_smem.dtype), p_l)
-    return m_i, l_i, acc, p_prev, raw
+    return m_i, l_i, acc, p_prev, raw, raw_prev
 
 
 @gluon.jit
@@ -215,6 +223,11 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     AHEAD_ON: gl.constexpr = AHEAD and ACC and PERTURB != 1  # a strip loaded ahead only where one starts the product
     if AHEAD_ON:  # tile js + 1's strip, loaded during tile js (tile js's own with it, just below)
         raw = _strip_raw(tab, first_pos - (lo + js * BLOCK_N + 2 * BLOCK_N - 1) + shift, E, WG_ROWS, BLOCK_N, strip_l)
+        if PAIRS:
+            raw_prev = _strip_raw(tab, first_pos - (lo + js * BLOCK_N + 2 * BLOCK_N) + shift, E, WG_ROWS, BLOCK_N,
+                                  strip_l)
+        else:
+            raw_prev = 0
     if je > js:  # tile js: its scores and softmax (its value product runs in the next step)
         base = first_pos - (lo + js * BLOCK_N + BLOCK_N - 1) + shift
         if ACC and PERTURB != 1:
@@ -235,39 +248,39 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     j2 = gl.maximum(jb, js + 1)
     for j in range(js + 1, j1):
         if AHEAD_ON:
-            m_i, l_i, acc, p_prev, raw = _ws_step(
+            m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, raw, True)
+                    TREE, PAIRS, raw, raw_prev, True)
         else:
-            m_i, l_i, acc, p_prev, _ = _ws_step(
+            m_i, l_i, acc, p_prev, _, _ = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
                     TREE, PAIRS)
     for j in range(j1, j2):
         if AHEAD_ON:
-            m_i, l_i, acc, p_prev, raw = _ws_step(
+            m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, raw, True)
+                    TREE, PAIRS, raw, raw_prev, True)
         else:
-            m_i, l_i, acc, p_prev, _ = _ws_step(
+            m_i, l_i, acc, p_prev, _, _ = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
                     TREE, PAIRS)
     for j in range(j2, je):
         if AHEAD_ON:
-            m_i, l_i, acc, p_prev, raw = _ws_step(
+            m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, raw, True)
+                    TREE, PAIRS, raw, raw_prev, True)
         else:
-            m_i, l_i, acc, p_prev, _ = _ws_step(
+            m_i, l_i, acc, p_prev, _, _ = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,

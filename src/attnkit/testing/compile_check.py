@@ -245,16 +245,17 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=2, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0,
                          GATHER=True, ACC=True, PINGPONG=False, KREL=True, PAIRS=True),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
-    for D, bn, win, clamp, pers in ((128, 128, False, False, False), (128, 128, True, True, False),
-                                    (64, 64, True, False, False), (128, 128, False, False, True)):
+    for D, bn, win, clamp, pers, pairs in ((128, 128, False, False, False, False), (128, 128, True, True, False, False),
+                                           (64, 64, True, False, False, False), (128, 128, False, False, True, False),
+                                           (128, 128, False, False, False, True), (128, 128, True, True, False, True)):
         desc = f"tensordesc<bf16[{bn}, {D}],{KV_LAYOUT!r}>"  # strips a tile ahead (gluon_bias_ahead): the first dispatched
         out.append((f"relbias_fwd_gluon_ws{'_persistent' if pers else ''} D{D} bn{bn} s2 acc krel ahead"
-                    + (" window" if win else "") + (" clamp" if clamp else ""),
+                    + (" pairs" if pairs else "") + (" window" if win else "") + (" clamp" if clamp else ""),
                     relbias_fwd_gluon_ws_persistent_kernel if pers else relbias_fwd_gluon_ws_kernel,
                     dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
                          CU_K="*i32"),
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=2, HAS_WINDOW=win, CLAMP=clamp, PERTURB=0,
-                         GATHER=True, ACC=True, PINGPONG=False, KREL=True, AHEAD=True),
+                         GATHER=True, ACC=True, PINGPONG=False, KREL=True, AHEAD=True, PAIRS=pairs),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"  # as dispatched, with the row reductions as trees
     out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel tree", relbias_fwd_gluon_ws_kernel,
