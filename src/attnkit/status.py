@@ -77,9 +77,10 @@ KERNEL_PATHS = {
          "key / value tile, key slots released after the score products, the consumers' turns an option; dispatched "
          "for global D 128 layers with long sequences by gluon_ws_rule; gated on the H200 at 64b9dc1, and "
          "stress-checked with processes sharing the GPU, which found wrong rows without the turns before the fix of "
-         "its unused turn barriers, and none since): prefill 8K 2143 us, 1.22x cuDNN without bias (the 1.15x "
-         "target is not met), 2.8x faster than FlexAttention score_mod; 8 chunks of 128 against 8K 578 us, 0.71x "
-         "cuDNN", "implemented"),
+         "its unused turn barriers, and none since; each tile's strip of table values loaded during the tile before, "
+         "gluon_bias_ahead, since ee606a8, gated and stress-checked there and at 2793d2e): prefill 8K 2091 us, 1.19x "
+         "cuDNN without bias (2143 us and 1.22x before; the 1.15x target is not met), 2.9x faster than FlexAttention "
+         "score_mod; 8 chunks of 128 against 8K 541 us, 0.67x cuDNN", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),

@@ -359,7 +359,10 @@ GLUON_TREE_REDUCE = Switch("gluon_tree_reduce", "ATTNKIT_RELBIAS_GLUON_TREE_REDU
 # window 1024 on the warp-specialized kernel 0.923 [0.920-0.924] (717 against 777 us) but not faster than the
 # one-warpgroup kernel the rule sends it to (708). With it on, prefill 8K beside cuDNN: 2200 against 1755 us, 1.25x
 # (`benchmarks/experiments/relbias-pairs-prefill-8k-h200-84fd186.json`). Halving the strip's loads does not move the
-# 8K loop: off (gated all the same, relbias/gluon_fwd_ws_pairs, every perturbation caught).
+# 8K loop: off (gated all the same, relbias/gluon_fwd_ws_pairs, every perturbation caught). Re-timed at 2793d2e with
+# gluon_bias_ahead (both strips loaded a tile ahead; 575 SASS instructions a tile against 586, 31 LDS against 63;
+# benchmarks/sweeps/h200-2793d2e/sweep-relbias-gluon-ws-pairs-2.json, 7 rounds, paired pairs / rule): 8K global 0.996
+# [0.995-0.998], chunks of 128 1.017 [1.015-1.019]: still off (its gate passed there, every perturbation caught).
 GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS", False,
                           "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered from its strip "
                           "in 64-bit pairs (one shared-memory load per two scores of a row) instead of one load per "
@@ -379,7 +382,11 @@ GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS"
 # (benchmarks/experiments/relbias-ahead-prefill-8k-h200-163b812.json, 7 rounds): 8K global 2058 against 1739 us,
 # paired 1.184 [1.181-1.186] (1.22 without it). Gate relbias/gluon_fwd_ws_ahead passed there, every perturbation
 # caught; the same-bits GPU tests passed. So the rule: on wherever the warp-specialized kernel runs with the bias
-# starting the score product (with gluon_bias_pairs, both of its strips are loaded ahead).
+# starting the score product (with gluon_bias_pairs, both of its strips are loaded ahead). As dispatched at ee606a8
+# (benchmarks/results/relbias-h200-2026-12-03-ee606a8-prefill-ahead.json, 7 rounds, every peer): 8K global 2091 us,
+# 1.19 [1.18-1.20] cuDNN (1746), 0.35 FlexAttention score_mod; chunks of 128 against 8K 541 us, 0.67 cuDNN. Stress:
+# benchmarks/experiments/stress-h200-2793d2e-ahead.json, two processes for 30 s, 0 wrong of 4752 calls at 8K global
+# and of 5903 on the chunks. Its gate as dispatched (relbias/gluon_fwd_ws_bn128) passed at ee606a8.
 GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD", None,
                           "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_acc): each tile's strip "
                           "of table values loaded during the previous tile's step, so the load's latency is off the "
