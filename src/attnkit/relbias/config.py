@@ -392,6 +392,16 @@ GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD"
                           "of table values loaded during the previous tile's step, so the load's latency is off the "
                           "path to the score product it starts; the same values; default: on with gluon_ws (2.5 % "
                           "faster at prefill 8K global, 8 % on chunks of 128 rows, relbias-gluon-ws-ahead sweep)")
+# Diag: the gather's index for each score computed over the accumulator tile viewed as (warp rows, h, lane rows,
+# column block i, lane pair, e), so the register dims h, i, e enter as constants and a thread's scores (r + 8, c + 8)
+# and (r, c), which read the same distance, get one index value: in the sm_90 SASS of the dispatched kernel's interior
+# loop the gather's LDS fall from 63 to 34, the other 30 values copied between registers (IMAD.MOV), 584 instructions
+# a tile against 586, no local-memory loads left in the loop (2 before). The same values. Off until timed (sweep
+# relbias-gluon-ws-diag).
+GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", False,
+                         "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered with one "
+                         "shared-memory load per distinct distance a thread holds (34 of its 64 scores), the rest "
+                         "copied between registers; the same values; off until timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -487,6 +497,7 @@ class GluonFwdConfig:
     tree: bool = False  # the overlapped schedule's row maxima and sums as trees (gluon_tree_reduce)
     bias_pairs: bool = False  # warp-specialized: the bias gathered in 64-bit pairs (gluon_bias_pairs)
     bias_ahead: bool = False  # warp-specialized: each tile's strip loaded a tile ahead (gluon_bias_ahead)
+    bias_diag: bool = False  # warp-specialized: one gather load per distinct distance a thread holds (gluon_bias_diag)
 
     @property
     def block_m(self) -> int:
@@ -565,7 +576,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
                      k_early: bool = False, tree: bool = False, bias_pairs: bool = False,
-                     bias_ahead: bool | None = None) -> GluonFwdConfig:
+                     bias_ahead: bool | None = None, bias_diag: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -576,7 +587,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
     gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead (None: the rule, on with ws where the bias
-    starts the score product from a gathered strip)."""
+    starts the score product from a gathered strip); bias_diag: its gather one load per distinct distance."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -641,10 +652,15 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     if bias_ahead and not bias_acc:
         raise ValueError("gluon_bias_ahead: loads the strip of the bias that starts the score product "
                          "(gluon_bias_acc); not with gluon_bias_acc=False")
+    if bias_diag and not (ws and bias_acc and bias_gather and not bias_pairs):
+        raise ValueError("gluon_bias_diag: the warp-specialized kernel's gather of the bias that starts the score "
+                         "product (gluon_ws with gluon_bias_acc and gluon_bias_gather), one score at a time (not with "
+                         "gluon_bias_pairs)")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
                           ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early,
-                          tree=bool(tree), bias_pairs=bool(bias_pairs), bias_ahead=bool(bias_ahead))
+                          tree=bool(tree), bias_pairs=bool(bias_pairs), bias_ahead=bool(bias_ahead),
+                          bias_diag=bool(bias_diag))
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

@@ -65,7 +65,7 @@ def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: 
 @gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None,
-               PAIRS: gl.constexpr = False, raw=None, raw_prev=None):
+               PAIRS: gl.constexpr = False, raw=None, raw_prev=None, DIAG: gl.constexpr = False):
     """A tile's bias in the base-2 domain, in the scores' layout: built from the strip of BLOCK_M + BLOCK_N - 1
     distances base .. (base: the tile's smallest distance, the first row's to the last key) by a gather (GATHER), or
     one cached table load per score. Independent of the scores, so it may be built while their product runs.
@@ -98,12 +98,40 @@ def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP
         t = gl.arange(0, S_LEN, layout=strip_l)
         strip = _bias_at(tab, base + t, E, CLAMP, ACC, bias_mul, raw)
         # distance of (row r, key column c) = base + r - c + BLOCK_N - 1: a Toeplitz tile of the strip
-        gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
+        if DIAG:
+            gidx = _toeplitz_idx(BLOCK_M, BLOCK_N, s_l)
+        else:
+            gidx = rows[:, None] - cols[None, :] + (BLOCK_N - 1)
         bias = gl.reshape(gl.gather(strip, gl.reshape(gidx, [BLOCK_M * BLOCK_N]), 0), [BLOCK_M, BLOCK_N])
         bias = gl.convert_layout(bias, s_l)
     else:
         bias = _bias_at(tab, base + (rows[:, None] - cols[None, :] + (BLOCK_N - 1)), E, CLAMP, ACC, bias_mul)
     return bias
+
+
+@gluon.jit
+def _toeplitz_idx(BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_l: gl.constexpr):
+    """r - c + BLOCK_N - 1 for each score (r, c) of a warpgroup MMA accumulator tile in s_l (instruction tiles of 16
+    rows, BLOCK_M // 16 of them over the warps; a thread's rows r and r + 8 and its columns 8 i + 2 q + e), computed
+    over the tile viewed as [BLOCK_M // 16, 2, 8, BLOCK_N // 8, 4, 2] = (warp rows w, h, lane rows l, column block i,
+    lane pair q, e): row 16 w + 8 h + l, column 8 i + 2 q + e. The register dims (h, i, e) enter as constants, so the
+    scores at (r + 8, c + 8) and (r, c) get one and the same index value, and their gathers one load."""
+    z6 = gl.reshape(gl.zeros([BLOCK_M, BLOCK_N], gl.int32, s_l), [BLOCK_M // 16, 2, 8, BLOCK_N // 8, 4, 2])
+    L6: gl.constexpr = z6.type.layout
+    w = gl.arange(0, BLOCK_M // 16, layout=gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, gl.SliceLayout(4, gl.SliceLayout(5, L6))))))
+    w = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(w, 1), 2), 3), 4), 5)
+    h = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, gl.SliceLayout(4, gl.SliceLayout(5, L6))))))
+    h = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(h, 0), 2), 3), 4), 5)
+    lr = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, gl.SliceLayout(4, gl.SliceLayout(5, L6))))))
+    lr = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(lr, 0), 1), 3), 4), 5)
+    i = gl.arange(0, BLOCK_N // 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, gl.SliceLayout(5, L6))))))
+    i = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(i, 0), 1), 2), 4), 5)
+    q = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, gl.SliceLayout(5, L6))))))
+    q = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(q, 0), 1), 2), 3), 5)
+    e = gl.arange(0, 2, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, gl.SliceLayout(4, L6))))))
+    e = gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(gl.expand_dims(e, 0), 1), 2), 3), 4)
+    idx6 = (16 * w + lr - 2 * q + (BLOCK_N - 1)) + (8 * h - 8 * i - e)
+    return gl.reshape(idx6, [BLOCK_M, BLOCK_N])
 
 
 @gluon.jit

@@ -24,6 +24,9 @@ AHEAD      each tile's strip of table values loaded a tile ahead (issued with th
            in two registers a thread) instead of at the start of its own step, where the load's round trip to L2
            (each tile's strip reaches 128 distances past the last one's) came before the score product it starts
            (the option gluon_bias_ahead); the same values, so the same bits.
+DIAG       each tile's bias gathered with its index computed over the tile viewed by its accumulator registers, so
+           that the scores (r + 8, c + 8) and (r, c) of a thread share one index and one shared-memory load (34 loads
+           a thread instead of 63; the other values copied between registers); the option gluon_bias_diag.
 TREE       each tile's row maxima and sums as trees (column halves combined elementwise down to 8 columns, then
            across the quad) instead of one dependent chain per row along a thread's 32 columns (the option
            gluon_tree_reduce); the sums' order differs from the chain's, so the results may differ in the last bits.
@@ -111,7 +114,7 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
              PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr, strip_l: gl.constexpr,
              GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr = False,
              TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, raw=None, raw_prev=None,
-             AHEAD: gl.constexpr = False):
+             AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False):
     """Union tile j (the ring's tile it + j, this consumer's turn it + j; not its first tile): S_j and P_{j-1} V_{j-1}
     issued, S_j waited, its softmax while the value product runs; then tile j - 1's slot released to the producer.
     AHEAD: raw is tile j's strip as loaded during the step before (with PAIRS also raw_prev, the strip one distance
@@ -123,9 +126,10 @@ def _ws_step(j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i
     if ACC and PERTURB != 1:
         if AHEAD:
             s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS, raw,
-                            raw_prev)
+                            raw_prev, DIAG)
         else:
-            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS)
+            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS,
+                            DIAG=DIAG)
     else:
         s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
     pslot = (it + j - 1) % STAGES
@@ -165,7 +169,7 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
                  PINGPONG: gl.constexpr, KREL: gl.constexpr = False, TREE: gl.constexpr = False,
-                 PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False):
+                 PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False):
     """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
     it + kt - 1), then out and LSE."""
     D: gl.constexpr = HEAD_DIM
@@ -231,7 +235,8 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     if je > js:  # tile js: its scores and softmax (its value product runs in the next step)
         base = first_pos - (lo + js * BLOCK_N + BLOCK_N - 1) + shift
         if ACC and PERTURB != 1:
-            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS)
+            s0 = _tile_bias(tab, base, E, WG_ROWS, BLOCK_N, CLAMP, s_l, strip_l, GATHER, True, bias_mul, PAIRS,
+                            DIAG=DIAG)
         else:
             s0 = gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_l)
         mbarrier.wait(kbar.index((it + js) % STAGES), ((it + js) // STAGES) & 1)
@@ -252,39 +257,39 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, raw, raw_prev, True)
+                    TREE, PAIRS, raw, raw_prev, True, DIAG)
         else:
             m_i, l_i, acc, p_prev, _, _ = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS)
+                    TREE, PAIRS, DIAG=DIAG)
     for j in range(j1, j2):
         if AHEAD_ON:
             m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, raw, raw_prev, True)
+                    TREE, PAIRS, raw, raw_prev, True, DIAG)
         else:
             m_i, l_i, acc, p_prev, _, _ = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS)
+                    TREE, PAIRS, DIAG=DIAG)
     for j in range(j2, je):
         if AHEAD_ON:
             m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, raw, raw_prev, True)
+                    TREE, PAIRS, raw, raw_prev, True, DIAG)
         else:
             m_i, l_i, acc, p_prev, _, _ = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS)
+                    TREE, PAIRS, DIAG=DIAG)
     if je > js:  # the last tile's value product, then its slot released
         lslot = (it + je - 1) % STAGES
         mbarrier.wait(vbar.index(lslot), ((it + je - 1) // STAGES) & 1)
@@ -345,7 +350,7 @@ def relbias_fwd_gluon_ws_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
-    AHEAD: gl.constexpr = False,
+    AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -377,12 +382,12 @@ def relbias_fwd_gluon_ws_kernel(
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, AHEAD)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, AHEAD)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG)),
         (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, 0,
                         BLOCK_N, D, STAGES, KREL)),
     ], [4, 1], [240, 24])
@@ -425,7 +430,8 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
                       HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
                       GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr,
-                      TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False):
+                      TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False,
+                      DIAG: gl.constexpr = False):
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
@@ -435,7 +441,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
         _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start, seqlen_q,
                      k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                      stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                     PINGPONG, KREL, TREE, PAIRS, AHEAD)
+                     PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG)
         it += kt
 
 
@@ -448,7 +454,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
-    AHEAD: gl.constexpr = False,
+    AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -467,12 +473,12 @@ def relbias_fwd_gluon_ws_persistent_kernel(
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, AHEAD)),
+                             KREL, TREE, PAIRS, AHEAD, DIAG)),
         (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, AHEAD)),
+                             KREL, TREE, PAIRS, AHEAD, DIAG)),
         (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
                              n_bh, HQ, GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW, KREL)),
     ], [4, 1], [240, 24])
