@@ -281,14 +281,16 @@ def test_bias_ahead_gives_the_same_bits(case_id, opts):
 @pytest.mark.parametrize("case_id", ["relbias-prefill-s1023", "relbias-extent-e1", "relbias-window-w1",
                                      "relbias-model-prefill-8k-global", "relbias-tune-prefill-8k-d64"])
 @pytest.mark.parametrize("opts", [dict(block_n=128), dict(block_n=64), dict(block_n=128, gluon_bias_ahead=False),
-                                  dict(block_n=64, gluon_persistent=True, gluon_pingpong=True)],
+                                  dict(block_n=64, gluon_persistent=True, gluon_pingpong=True),
+                                  dict(block_n=128, gluon_ws_unroll=True), dict(block_n=64, gluon_ws_unroll=True)],
                          ids=lambda o: "-".join(map(str, o.values())))
 def test_bias_diag_gives_the_same_bits(case_id, opts):
     """gluon_bias_diag gathers the same bias values (one load per distinct distance, the rest copied): the same
     output and LSE bits as the gather of one load per score."""
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 4)
-    a = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, **opts)
+    a = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True,
+                            **{k: v for k, v in opts.items() if k != "gluon_ws_unroll"})
     b = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, gluon_bias_diag=True, **opts)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
@@ -299,6 +301,9 @@ def test_bias_diag_refused_where_it_does_not_apply():
         with pytest.raises(ValueError, match="gluon_bias_diag"):
             gluon_fwd_config(128, bias_diag=True, **kw)
     assert gluon_fwd_config(128, ws=True, bias_diag=True).bias_diag and not gluon_fwd_config(128, ws=True).bias_diag
+    with pytest.raises(ValueError, match="gluon_ws_unroll"):
+        gluon_fwd_config(128, ws=True, bias_ahead=False, unroll=True)
+    assert gluon_fwd_config(128, ws=True, unroll=True).unroll
 
 
 def test_bias_ahead_refused_where_it_does_not_apply():
@@ -342,7 +347,7 @@ _CONFIG_ARGS = {"block_n": "block_n", "num_warps": "num_warps", "num_stages": "n
                 "gluon_lazy_rescale": "lazy_rescale", "gluon_bias_acc": "bias_acc", "gluon_ws": "ws",
                 "gluon_pingpong": "pingpong", "gluon_persistent": "persistent", "gluon_k_release": "k_release",
                 "gluon_k_early": "k_early", "gluon_tree_reduce": "tree", "gluon_bias_pairs": "bias_pairs",
-                "gluon_bias_ahead": "bias_ahead", "gluon_bias_diag": "bias_diag"}
+                "gluon_bias_ahead": "bias_ahead", "gluon_bias_diag": "bias_diag", "gluon_ws_unroll": "unroll"}
 
 
 @pytest.mark.parametrize("opts", TILE_OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))

@@ -158,6 +158,9 @@ for _name, _kw, _what in (
         ("relbias/gluon_fwd_ws_diag", dict(gluon_ws=True, gluon_bias_diag=True), "kernel: the warp-specialized "
          "Gluon forward kernel with its defaults and each tile's bias gathered one load per distinct distance a "
          "thread holds (gluon_bias_diag), on the same shapes"),
+        ("relbias/gluon_fwd_ws_unroll", dict(gluon_ws=True, gluon_bias_diag=True, gluon_ws_unroll=True), "kernel: "
+         "the warp-specialized Gluon forward kernel with its defaults, the diag gather and its interior loop two "
+         "tiles an iteration (gluon_ws_unroll), on the same shapes"),
         ("relbias/gluon_fwd_ws_persistent", dict(gluon_ws=True, gluon_persistent=True, gluon_k_release=False),
          "kernel: the warp-specialized Gluon forward kernel on a persistent grid (gluon_persistent: one program per "
          "SM walking the work items, the ring's phases carried across them), without turns, each key slot released "

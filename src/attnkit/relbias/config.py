@@ -402,6 +402,16 @@ GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", F
                          "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered with one "
                          "shared-memory load per distinct distance a thread holds (34 of its 64 scores), the rest "
                          "copied between registers; the same values; off until timed")
+# Unroll: the interior loop two tiles an iteration, so P alternates between two register sets instead of being copied
+# into the value product's operand registers each tile (32 IMAD.MOV a tile). With gluon_bias_diag (which frees the
+# gather's hoisted address registers) the sm_90 SASS of the interior loop is 1118 instructions per two tiles against
+# 584 a tile, without local-memory traffic; the first of the two tiles waits for its value product before its
+# exponentials (all 64 overlap in the second). Without diag it spilled (70 local loads per two tiles). Off until timed
+# (sweep relbias-gluon-ws-diag).
+GLUON_WS_UNROLL = Switch("gluon_ws_unroll", "ATTNKIT_RELBIAS_GLUON_WS_UNROLL", False,
+                         "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_ahead): its interior loop "
+                         "two tiles an iteration, so P is not copied between register sets each tile; off until "
+                         "timed")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
@@ -498,6 +508,7 @@ class GluonFwdConfig:
     bias_pairs: bool = False  # warp-specialized: the bias gathered in 64-bit pairs (gluon_bias_pairs)
     bias_ahead: bool = False  # warp-specialized: each tile's strip loaded a tile ahead (gluon_bias_ahead)
     bias_diag: bool = False  # warp-specialized: one gather load per distinct distance a thread holds (gluon_bias_diag)
+    unroll: bool = False  # warp-specialized: the interior loop two tiles an iteration (gluon_ws_unroll)
 
     @property
     def block_m(self) -> int:
@@ -576,7 +587,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
                      k_early: bool = False, tree: bool = False, bias_pairs: bool = False,
-                     bias_ahead: bool | None = None, bias_diag: bool = False) -> GluonFwdConfig:
+                     bias_ahead: bool | None = None, bias_diag: bool = False,
+                     unroll: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
     GLUON_FWD_STAGES, from the relbias-gluon sweeps (module docstring). Explicit values (the options block_n,
@@ -587,7 +599,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
     gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead (None: the rule, on with ws where the bias
-    starts the score product from a gathered strip); bias_diag: its gather one load per distinct distance."""
+    starts the score product from a gathered strip); bias_diag: its gather one load per distinct distance; unroll:
+    its interior loop two tiles an iteration."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
     bn = _pow2("block_n", block_n, (64, 128)) or (GLUON_WS_BLOCK_N if ws else GLUON_FWD_BLOCK_N)
@@ -656,11 +669,14 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
         raise ValueError("gluon_bias_diag: the warp-specialized kernel's gather of the bias that starts the score "
                          "product (gluon_ws with gluon_bias_acc and gluon_bias_gather), one score at a time (not with "
                          "gluon_bias_pairs)")
+    if unroll and not (ws and bias_ahead):
+        raise ValueError("gluon_ws_unroll: the warp-specialized kernel's interior loop with its strips loaded ahead "
+                         "(gluon_ws with gluon_bias_ahead)")
     return GluonFwdConfig(num_warps=w, block_n=bn, stages=stages, pipe=pipe, bias_gather=bias_gather,
                           bias_early=bias_early, p_smem=p_smem, lazy_rescale=lazy_rescale, bias_acc=bias_acc,
                           ws=ws, pingpong=pingpong, persistent=persistent, k_release=k_release, k_early=k_early,
                           tree=bool(tree), bias_pairs=bool(bias_pairs), bias_ahead=bool(bias_ahead),
-                          bias_diag=bool(bias_diag))
+                          bias_diag=bool(bias_diag), unroll=bool(unroll))
 
 
 DECODE_MAX_Q = 32  # query tokens per sequence up to which the split-K decode kernel serves (see above)

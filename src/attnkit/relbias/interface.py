@@ -18,7 +18,7 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      GLUON_DECODE_BANKS, GLUON_DECODE_MAXNREG,
                      GLUON_DECODE_KREG, GLUON_DECODE_TMA, gluon_decode_rule, GLUON_BIAS_EARLY,
                      GLUON_BIAS_GATHER, GLUON_LAZY_RESCALE, GLUON_P_SMEM, GLUON_PERSISTENT, GLUON_PINGPONG, GLUON_WS,
-                     GLUON_BIAS_AHEAD, GLUON_BIAS_DIAG, GLUON_BIAS_PAIRS, GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
+                     GLUON_BIAS_AHEAD, GLUON_BIAS_DIAG, GLUON_BIAS_PAIRS, GLUON_WS_UNROLL, GLUON_K_EARLY, GLUON_K_RELEASE, GLUON_TREE_REDUCE,
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
                      gluon_fwd_rule, gluon_ws_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
@@ -152,7 +152,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                       pdl=None, gluon=None, gluon_pipe=None, gluon_bias_gather=None, gluon_bias_early=None,
                       gluon_p_smem=None, gluon_lazy_rescale=None, gluon_bias_acc=None, gluon_ws=None,
                       gluon_pingpong=None, gluon_persistent=None, gluon_k_release=None, gluon_k_early=None,
-                      gluon_tree_reduce=None, gluon_bias_pairs=None, gluon_bias_ahead=None, gluon_bias_diag=None,
+                      gluon_tree_reduce=None, gluon_bias_pairs=None, gluon_bias_ahead=None, gluon_bias_diag=None, gluon_ws_unroll=None,
                       fp8_f16_cvt=None,
                       fp8_asm_cvt=None, gluon_decode=None,
                       gluon_decode_cvt=None, gluon_decode_tma=None,
@@ -208,6 +208,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gluon_ws, 2.5 % faster at prefill 8K global and 8 % on chunks of 128 rows, the relbias-gluon-ws-ahead sweep);
     ``gluon_bias_diag`` (the warp-specialized kernel's gather one shared-memory load per distinct distance a thread
     holds, 34 of its 64 scores, the rest copied between registers; the same values; off until timed);
+    ``gluon_ws_unroll`` (the warp-specialized kernel's interior loop two tiles an iteration, with gluon_bias_ahead;
+    off until timed);
     ``gluon_k_early`` (the one-warpgroup kernel's key tile j + num_stages
     issued once S_j is done; off: no faster) and the tile options ``block_n``,
     ``num_warps``, ``num_stages``;
@@ -252,6 +254,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gpairs = GLUON_BIAS_PAIRS.resolve(gluon_bias_pairs)
     gahead = GLUON_BIAS_AHEAD.resolve(gluon_bias_ahead)
     gdiag = GLUON_BIAS_DIAG.resolve(gluon_bias_diag)
+    gunroll = GLUON_WS_UNROLL.resolve(gluon_ws_unroll)
     f16_cvt, asm_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt), FP8_ASM_CVT.resolve(fp8_asm_cvt)
     gdec, gdec_cvt = GLUON_DECODE.resolve(gluon_decode), GLUON_DECODE_CVT.resolve(gluon_decode_cvt)
     gdec_tma = GLUON_DECODE_TMA.resolve(gluon_decode_tma)
@@ -321,7 +324,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                 use_pdl, fp8_kind, gdec_tma, gdec_bias, gdec_maxnreg, gdec_banks)
         return out, lse
     if use_gluon:
-        if gws is None and (gpp or gpers or gkrel or gpairs or gahead or gdiag):  # options of the warp-specialized kernel alone
+        if gws is None and (gpp or gpers or gkrel or gpairs or gahead or gdiag or gunroll):  # options of the warp-specialized kernel alone
             gws = True
         if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
             gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
@@ -329,7 +332,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                    and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
         gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
                                 gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly, gtree, gpairs, gahead,
-                                gdiag)
+                                gdiag, gunroll)
         _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
                    _perturb, gcfg, heavy, unused_turns=_ws_unused_turns)
         return out, lse
@@ -423,6 +426,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
                     HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
                     GATHER=cfg.bias_gather, ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong,
                     KREL=cfg.k_release, TREE=cfg.tree, PAIRS=cfg.bias_pairs, AHEAD=cfg.bias_ahead, DIAG=cfg.bias_diag,
+                    UNROLL2=cfg.unroll,
                     num_warps=4,
                     maxnreg=GLUON_WS_MAXNREG)
         if unused_turns:  # the diagnostic: the kernel as it was before its turn barriers' fix

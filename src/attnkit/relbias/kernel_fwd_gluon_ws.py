@@ -27,6 +27,8 @@ AHEAD      each tile's strip of table values loaded a tile ahead (issued with th
 DIAG       each tile's bias gathered with its index computed over the tile viewed by its accumulator registers, so
            that the scores (r + 8, c + 8) and (r, c) of a thread share one index and one shared-memory load (34 loads
            a thread instead of 63; the other values copied between registers); the option gluon_bias_diag.
+UNROLL2    (with AHEAD) the interior loop runs two tiles an iteration, so that P alternates between two register sets
+           instead of being copied into the value product's operand registers each tile (the option gluon_ws_unroll).
 TREE       each tile's row maxima and sums as trees (column halves combined elementwise down to 8 columns, then
            across the quad) instead of one dependent chain per row along a thread's 32 columns (the option
            gluon_tree_reduce); the sums' order differs from the chain's, so the results may differ in the last bits.
@@ -169,7 +171,8 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
                  PINGPONG: gl.constexpr, KREL: gl.constexpr = False, TREE: gl.constexpr = False,
-                 PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False):
+                 PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False,
+                 UNROLL2: gl.constexpr = False):
     """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
     it + kt - 1), then out and LSE."""
     D: gl.constexpr = HEAD_DIM
@@ -264,19 +267,39 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, True,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
                     TREE, PAIRS, DIAG=DIAG)
-    for j in range(j1, j2):
-        if AHEAD_ON:
+    if UNROLL2 and AHEAD_ON:  # the interior tiles two a loop iteration (the odd one after)
+        jm = j1 + ((j2 - j1) // 2) * 2
+        for j in range(j1, jm, 2):
             m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
                     TREE, PAIRS, raw, raw_prev, True, DIAG)
-        else:
-            m_i, l_i, acc, p_prev, _, _ = _ws_step(
+            m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
+                    j + 1, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                    p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
+                    BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                    TREE, PAIRS, raw, raw_prev, True, DIAG)
+        for j in range(jm, j2):
+            m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
                     j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
                     p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
                     BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
-                    TREE, PAIRS, DIAG=DIAG)
+                    TREE, PAIRS, raw, raw_prev, True, DIAG)
+    else:
+        for j in range(j1, j2):
+            if AHEAD_ON:
+                m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
+                        j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                        p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
+                        BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                        TREE, PAIRS, raw, raw_prev, True, DIAG)
+            else:
+                m_i, l_i, acc, p_prev, _, _ = _ws_step(
+                        j, it, q_smem, k_smem, v_smem, kbar, vbar, empty, kempty, turn, m_i, l_i, acc,
+                        p_prev, tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, bias_mul, c, False,
+                        BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER, ACC, PINGPONG, KREL,
+                        TREE, PAIRS, DIAG=DIAG)
     for j in range(j2, je):
         if AHEAD_ON:
             m_i, l_i, acc, p_prev, raw, raw_prev = _ws_step(
@@ -350,7 +373,7 @@ def relbias_fwd_gluon_ws_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
-    AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False,
+    AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -382,12 +405,12 @@ def relbias_fwd_gluon_ws_kernel(
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
         (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, 0,
                         BLOCK_N, D, STAGES, KREL)),
     ], [4, 1], [240, 24])

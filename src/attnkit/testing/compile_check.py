@@ -266,6 +266,13 @@ def _variants():
                     dict(HQ=64, GROUP=8, HEAD_DIM=D, BLOCK_N=bn, STAGES=2, HAS_WINDOW=win, CLAMP=False, PERTURB=0,
                          GATHER=True, ACC=True, PINGPONG=False, KREL=True, AHEAD=True, DIAG=True),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
+    desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"
+    out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead diag unroll2", relbias_fwd_gluon_ws_kernel,
+                dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
+                     CU_K="*i32"),
+                dict(HQ=64, GROUP=8, HEAD_DIM=128, BLOCK_N=128, STAGES=2, HAS_WINDOW=False, CLAMP=False, PERTURB=0,
+                     GATHER=True, ACC=True, PINGPONG=False, KREL=True, AHEAD=True, DIAG=True, UNROLL2=True),
+                dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     desc = f"tensordesc<bf16[128, 128],{KV_LAYOUT!r}>"  # as dispatched, with the row reductions as trees
     out.append(("relbias_fwd_gluon_ws D128 bn128 s2 acc krel tree", relbias_fwd_gluon_ws_kernel,
                 dict(Q="*bf16", K_DESC=desc, V_DESC=desc, TABLE="*fp32", OUT="*bf16", LSE="*fp32", CU_Q="*i32",
