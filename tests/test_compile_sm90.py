@@ -132,6 +132,33 @@ def test_ws_bias_ahead_loads_the_next_strip_during_the_products_and_overlaps_the
     assert sorted(e for n, e in steps if n < shortest + 50) == [64, 64], steps
 
 
+def test_ws_bias_diag_loads_each_distinct_distance_once_and_unroll_drops_the_copies_of_p():
+    """gluon_bias_diag: in the interior loop of the warp-specialized kernel (strips ahead) a thread's 64 bias values
+    take 34 shared-memory loads, one per distinct distance (63 without the option: the gather's addresses for (r, c)
+    and (r + 8, c + 8) were not seen to be equal). gluon_ws_unroll on top: two tiles a loop iteration with fewer
+    instructions than two single tiles and little local-memory traffic (10 loads and stores per two tiles; 70 local
+    loads without gluon_bias_diag, whose hoisted gather addresses took the registers)."""
+    expr = ('[[cc._OPCODE.match(b).group(1) for b in body] for body in cc._loop_bodies('
+            'cc.compile_named("{}")[0].asm["cubin"]) if any("HGMMA" in x for x in body) '
+            'and any("MUFU.EX2" in x for x in body)]')
+
+    def loops(name):
+        return sorted(_compiled(expr.format(name)), key=len)
+
+    one = {}
+    for name, lds in (("relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead", 63),
+                      ("relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead diag", 34)):
+        ops = loops(name)[0]
+        assert sum(o.startswith("LDS") for o in ops) == lds, (name, len(ops))
+        one[name] = len(ops)
+    two = [ops for ops in loops("relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead diag unroll2")
+           if sum(o.startswith("HGMMA") for o in ops) == 32]
+    assert two, "no loop of two tiles"
+    ops = min(two, key=len)
+    assert len(ops) < 2 * one["relbias_fwd_gluon_ws D128 bn128 s2 acc krel ahead diag"], len(ops)
+    assert sum(o.startswith(("LDL", "STL")) for o in ops) <= 12, [o for o in ops if o.startswith(("LDL", "STL"))]
+
+
 # The relbias warp-specialized kernel without turns as it compiled before its unused turn barriers were left out:
 # the barriers initialized at 163840 and 163848, then the partitions' captured arguments stored there and the first
 # consumer's layout scratch read and written from there.

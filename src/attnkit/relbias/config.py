@@ -396,8 +396,8 @@ GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD"
 # column block i, lane pair, e), so the register dims h, i, e enter as constants and a thread's scores (r + 8, c + 8)
 # and (r, c), which read the same distance, get one index value: in the sm_90 SASS of the dispatched kernel's interior
 # loop the gather's LDS fall from 63 to 34, the other 30 values copied between registers (IMAD.MOV), 584 instructions
-# a tile against 586, no local-memory loads left in the loop (2 before). The same values. Off until timed (sweep
-# relbias-gluon-ws-diag).
+# a tile against 586, no local-memory loads left in the loop (2 before). The same values. Not timed yet (see Unroll
+# below for the grid); off until it is.
 GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", False,
                          "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered with one "
                          "shared-memory load per distinct distance a thread holds (34 of its 64 scores), the rest "
@@ -405,9 +405,11 @@ GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", F
 # Unroll: the interior loop two tiles an iteration, so P alternates between two register sets instead of being copied
 # into the value product's operand registers each tile (32 IMAD.MOV a tile). With gluon_bias_diag (which frees the
 # gather's hoisted address registers) the sm_90 SASS of the interior loop is 1118 instructions per two tiles against
-# 584 a tile, without local-memory traffic; the first of the two tiles waits for its value product before its
-# exponentials (all 64 overlap in the second). Without diag it spilled (70 local loads per two tiles). Off until timed
-# (sweep relbias-gluon-ws-diag).
+# 584 a tile, with 10 local-memory loads and stores per two tiles; the first of the two tiles waits for its value
+# product before its exponentials (all 64 overlap in the second). Without diag it spilled (70 local loads per two
+# tiles). Not timed yet: the grid to run is the rule, diag, and diag with unroll, on prefill 8K global and 8 chunks of
+# 128 rows against 8K keys (the cases gluon_ws_rule sends to the kernel), with the gate relbias/gluon_fwd_ws_unroll
+# and the same-bits GPU test (test_bias_diag_gives_the_same_bits); off until then.
 GLUON_WS_UNROLL = Switch("gluon_ws_unroll", "ATTNKIT_RELBIAS_GLUON_WS_UNROLL", False,
                          "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_ahead): its interior loop "
                          "two tiles an iteration, so P is not copied between register sets each tile; off until "
