@@ -454,7 +454,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
                       GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr,
                       TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False,
-                      DIAG: gl.constexpr = False):
+                      DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False):
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
@@ -464,7 +464,7 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
         _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start, seqlen_q,
                      k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                      stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                     PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG)
+                     PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)
         it += kt
 
 
@@ -477,7 +477,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
-    AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False,
+    AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -496,12 +496,12 @@ def relbias_fwd_gluon_ws_persistent_kernel(
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, AHEAD, DIAG)),
+                             KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
         (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, AHEAD, DIAG)),
+                             KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
         (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
                              n_bh, HQ, GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW, KREL)),
     ], [4, 1], [240, 24])
