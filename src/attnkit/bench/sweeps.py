@@ -539,6 +539,16 @@ SWEEPS["relbias-gluon-ws-pairs-2"] = Sweep(
     (("rule", dict(gluon=None)),
      ("pairs", dict(gluon=None, gluon_bias_pairs=True))))
 
+SWEEPS["relbias-gluon-ws-diag"] = Sweep(
+    "relbias", "the warp-specialized kernel's bias gathered one load per distinct distance a thread holds "
+    "(gluon_bias_diag: 34 LDS a tile instead of 63, the rest register copies), and with it the interior loop two "
+    "tiles an iteration (gluon_ws_unroll), against the rule, on the cases "
+    "gluon_ws_rule sends to it",
+    ("relbias-model-prefill-8k-global", "relbias-tune-chunk128-b8-8k"),
+    (("rule", dict(gluon=None)),
+     ("diag", dict(gluon=None, gluon_bias_diag=True)),
+     ("diag-unroll", dict(gluon=None, gluon_bias_diag=True, gluon_ws_unroll=True))))
+
 SWEEPS["relbias-gluon"] = Sweep(
     "relbias", "the Gluon forward kernel for sm_90 (TMA key / value ring, warpgroup MMAs, the bias from each tile's "
     "strip) against the Triton rule on the prefill cases: with and without the value product overlapped with the "
