@@ -246,7 +246,8 @@ TILE_OPTIONS = [dict(block_n=128, num_stages=2), dict(num_warps=8), dict(num_sta
                 dict(gluon_ws=True, gluon_bias_pairs=True, block_n=64, gluon_persistent=True, gluon_pingpong=True),
                 dict(gluon_ws=True, gluon_bias_ahead=True),
                 dict(gluon_ws=True, gluon_bias_ahead=True, block_n=64, gluon_persistent=True, gluon_pingpong=True),
-                dict(gluon_ws=True, gluon_bias_diag=True), dict(gluon_ws=True, gluon_bias_diag=True, block_n=64)]
+                dict(gluon_ws=True, gluon_bias_diag=True), dict(gluon_ws=True, gluon_bias_diag=True, block_n=64),
+                dict(gluon_ws=True, gluon_bias_diag=False), dict(gluon_ws=True, gluon_bias_diag=False, block_n=64)]
 
 
 @pytest.mark.parametrize("case_id", ["relbias-prefill-s1023", "relbias-extent-e1", "relbias-window-w1",
@@ -289,7 +290,7 @@ def test_bias_diag_gives_the_same_bits(case_id, opts):
     output and LSE bits as the gather of one load per score."""
     _gluon_gpu()
     inp = make_inputs(shapes.get(case_id), "cuda", 4)
-    a = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True,
+    a = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, gluon_bias_diag=False,
                             **{k: v for k, v in opts.items() if k != "gluon_ws_unroll"})
     b = relbias_kernel_call(inp, force="fwd", gluon=True, gluon_ws=True, gluon_bias_diag=True, **opts)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
@@ -300,7 +301,9 @@ def test_bias_diag_refused_where_it_does_not_apply():
     for kw in (dict(), dict(ws=True, bias_acc=False), dict(ws=True, bias_gather=False), dict(ws=True, bias_pairs=True)):
         with pytest.raises(ValueError, match="gluon_bias_diag"):
             gluon_fwd_config(128, bias_diag=True, **kw)
-    assert gluon_fwd_config(128, ws=True, bias_diag=True).bias_diag and not gluon_fwd_config(128, ws=True).bias_diag
+    assert gluon_fwd_config(128, ws=True, bias_diag=True).bias_diag and gluon_fwd_config(128, ws=True).bias_diag
+    assert not gluon_fwd_config(128, ws=True, bias_diag=False).bias_diag  # the rule: on wherever it applies
+    assert not gluon_fwd_config(128, ws=True, bias_pairs=True).bias_diag and not gluon_fwd_config(128).bias_diag
     with pytest.raises(ValueError, match="gluon_ws_unroll"):
         gluon_fwd_config(128, ws=True, bias_ahead=False, unroll=True)
     assert gluon_fwd_config(128, ws=True, unroll=True).unroll

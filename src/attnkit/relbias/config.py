@@ -398,10 +398,11 @@ GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD"
 # loop the gather's LDS fall from 63 to 34, the other 30 values copied between registers (IMAD.MOV), 584 instructions
 # a tile against 586, no local-memory loads left in the loop (2 before). The same values. Not timed yet (see Unroll
 # below for the grid); off until it is.
-GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", False,
+GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", None,
                          "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered with one "
                          "shared-memory load per distinct distance a thread holds (34 of its 64 scores), the rest "
-                         "copied between registers; the same values; off until timed")
+                         "copied between registers; the same values; default: on wherever it applies (6 % faster at "
+                         "prefill 8K global and on chunks of 128 rows, relbias-gluon-ws-diag sweep)")
 # Unroll: the interior loop two tiles an iteration, so P alternates between two register sets instead of being copied
 # into the value product's operand registers each tile (32 IMAD.MOV a tile). With gluon_bias_diag (which frees the
 # gather's hoisted address registers) the sm_90 SASS of the interior loop is 1118 instructions per two tiles against
@@ -589,7 +590,7 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
                      bias_acc: bool | None = None, ws: bool = False, pingpong: bool | None = None,
                      persistent: bool = False, k_release: bool | None = None,
                      k_early: bool = False, tree: bool = False, bias_pairs: bool = False,
-                     bias_ahead: bool | None = None, bias_diag: bool = False,
+                     bias_ahead: bool | None = None, bias_diag: bool | None = None,
                      unroll: bool = False) -> GluonFwdConfig:
     """Tile of the Gluon forward kernel (kernel_fwd_gluon.py): 16 x num_warps query rows (64 per warpgroup), block_n
     keys per tile, a ring of num_stages key / value tiles. The rule: GLUON_FWD_WARPS, GLUON_FWD_BLOCK_N,
@@ -601,7 +602,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     on with ws); k_early: the one-warpgroup kernel's key tiles issued after the score products; tree: the row
     reductions of the overlapped schedule (both kernels) as trees; bias_pairs: the warp-specialized kernel's bias
     gathered in 64-bit pairs; bias_ahead: its strips loaded a tile ahead (None: the rule, on with ws where the bias
-    starts the score product from a gathered strip); bias_diag: its gather one load per distinct distance; unroll:
+    starts the score product from a gathered strip); bias_diag: its gather one load per distinct distance (None: the
+    rule, on wherever it applies); unroll:
     its interior loop two tiles an iteration."""
     if head_dim not in GLUON_HEAD_DIMS:
         raise ValueError(f"gluon: the Gluon forward kernel takes D in {GLUON_HEAD_DIMS}, got {head_dim}")
@@ -667,6 +669,8 @@ def gluon_fwd_config(head_dim: int, block_n: int | None = None, num_warps: int |
     if bias_ahead and not bias_acc:
         raise ValueError("gluon_bias_ahead: loads the strip of the bias that starts the score product "
                          "(gluon_bias_acc); not with gluon_bias_acc=False")
+    if bias_diag is None:  # the rule (GLUON_BIAS_DIAG)
+        bias_diag = ws and bias_acc and bias_gather and not bias_pairs
     if bias_diag and not (ws and bias_acc and bias_gather and not bias_pairs):
         raise ValueError("gluon_bias_diag: the warp-specialized kernel's gather of the bias that starts the score "
                          "product (gluon_ws with gluon_bias_acc and gluon_bias_gather), one score at a time (not with "
