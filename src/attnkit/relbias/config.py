@@ -396,8 +396,17 @@ GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD"
 # column block i, lane pair, e), so the register dims h, i, e enter as constants and a thread's scores (r + 8, c + 8)
 # and (r, c), which read the same distance, get one index value: in the sm_90 SASS of the dispatched kernel's interior
 # loop the gather's LDS fall from 63 to 34, the other 30 values copied between registers (IMAD.MOV), 584 instructions
-# a tile against 586, no local-memory loads left in the loop (2 before). The same values. Not timed yet (see Unroll
-# below for the grid); off until it is.
+# a tile against 586, no local-memory loads left in the loop (2 before). The same values (the same-bits GPU test, 30
+# cases, passed on the H200 at a445d84). Timed there (benchmarks/sweeps/h200-a445d84/sweep-relbias-gluon-ws-diag.json,
+# 7 rounds, paired diag / rule): prefill 8K global 0.951 [0.940-0.952] (2068 against 2207 us), 8 chunks of 128 rows
+# against 8K keys 0.942 [0.939-0.944] (519 against 551). Gate relbias/gluon_fwd_ws_diag passed there, every
+# perturbation caught. So the rule: on wherever it applies (the warp-specialized kernel's gather of the bias that
+# starts the score product, one score at a time: not with gluon_bias_pairs). As dispatched at 728508d
+# (benchmarks/results/relbias-h200-2026-12-03-728508d-prefill-diag.json, 7 rounds, every peer): 8K global 1962 us,
+# 1.125 [1.122-1.143] cuDNN without the bias (1747), 0.34 FlexAttention score_mod; chunks of 128 514 us, 0.63 cuDNN.
+# Its gate as dispatched (relbias/gluon_fwd_ws_bn128) passed at 728508d; under load
+# (benchmarks/experiments/stress-h200-728508d-diag.json, two processes for 30 s) 0 wrong of 4966 calls at 8K global
+# and of 6291 on the chunks.
 GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", None,
                          "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered with one "
                          "shared-memory load per distinct distance a thread holds (34 of its 64 scores), the rest "
@@ -408,13 +417,14 @@ GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", N
 # gather's hoisted address registers) the sm_90 SASS of the interior loop is 1118 instructions per two tiles against
 # 584 a tile, with 10 local-memory loads and stores per two tiles; the first of the two tiles waits for its value
 # product before its exponentials (all 64 overlap in the second). Without diag it spilled (70 local loads per two
-# tiles). Not timed yet: the grid to run is the rule, diag, and diag with unroll, on prefill 8K global and 8 chunks of
-# 128 rows against 8K keys (the cases gluon_ws_rule sends to the kernel), with the gate relbias/gluon_fwd_ws_unroll
-# and the same-bits GPU test (test_bias_diag_gives_the_same_bits); off until then.
+# tiles). Timed with diag at a445d84 (the sweep above, paired diag with unroll / diag): 8K global 1.130
+# [1.129-1.142] (2368 against 2068 us), chunks of 128 1.117 [1.110-1.133]: slower, so off. Fewer instructions per
+# tile did not make it faster: the first of the two tiles loses the value product's overlap (above). Its gate
+# (relbias/gluon_fwd_ws_unroll) and the same-bits test passed there.
 GLUON_WS_UNROLL = Switch("gluon_ws_unroll", "ATTNKIT_RELBIAS_GLUON_WS_UNROLL", False,
                          "warp-specialized Gluon forward kernel (gluon_ws, with gluon_bias_ahead): its interior loop "
-                         "two tiles an iteration, so P is not copied between register sets each tile; off until "
-                         "timed")
+                         "two tiles an iteration, so P is not copied between register sets each tile; off: 12-13 % "
+                         "slower, relbias-gluon-ws-diag sweep")
 BLOCK_M_OPT = IntOption("block_m", "ATTNKIT_RELBIAS_BLOCK_M", None, 16, 128,
                         "forward kernel: query rows per tile (16, 32, 64 or 128); default: the rule")
 BLOCK_N_OPT = IntOption("block_n", "ATTNKIT_RELBIAS_BLOCK_N", None, 16, 128,
