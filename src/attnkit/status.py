@@ -78,9 +78,10 @@ KERNEL_PATHS = {
          "for global D 128 layers with long sequences by gluon_ws_rule; gated on the H200 at 64b9dc1, and "
          "stress-checked with processes sharing the GPU, which found wrong rows without the turns before the fix of "
          "its unused turn barriers, and none since; each tile's strip of table values loaded during the tile before, "
-         "gluon_bias_ahead, since ee606a8, gated and stress-checked there and at 2793d2e): prefill 8K 2091 us, 1.19x "
-         "cuDNN without bias (2143 us and 1.22x before; the 1.15x target is not met), 2.9x faster than FlexAttention "
-         "score_mod; 8 chunks of 128 against 8K 541 us, 0.67x cuDNN", "implemented"),
+         "gluon_bias_ahead, since ee606a8, and one gather load per distinct distance a thread holds, "
+         "gluon_bias_diag, since 728508d, each gated and stress-checked): prefill 8K 1962 us, 1.125x cuDNN without "
+         "bias (the 1.15x target met; 2091 us and 1.19x with the strips ahead alone, 2143 us and 1.22x before), 3.0x "
+         "faster than FlexAttention score_mod; 8 chunks of 128 against 8K 514 us, 0.63x cuDNN", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),
