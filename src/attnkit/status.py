@@ -80,8 +80,9 @@ KERNEL_PATHS = {
          "its unused turn barriers, and none since; each tile's strip of table values loaded during the tile before, "
          "gluon_bias_ahead, since ee606a8, and one gather load per distinct distance a thread holds, "
          "gluon_bias_diag, since 728508d, each gated and stress-checked): prefill 8K 1962 / 1975 us, 1.125x / 1.14x "
-         "cuDNN without bias in two runs (the 1.15x target met at the median, with little margin; 2091 us and 1.19x with the strips ahead alone, 2143 us and 1.22x before), 3.0x "
-         "faster than FlexAttention score_mod; 8 chunks of 128 against 8K 514 us, 0.63x cuDNN", "implemented"),
+         "cuDNN without bias in two runs (the 1.15x target met at the median, with little margin; 2091 us and "
+         "1.19x with the strips ahead alone, 2143 us and 1.22x before), 3.0x faster than FlexAttention score_mod; "
+         "8 chunks of 128 against 8K 514 us, 0.63x cuDNN", "implemented"),
     ],
     "merge": [
         ("Triton split-K merge (shared by the decode kernels)", "implemented"),

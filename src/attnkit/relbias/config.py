@@ -410,7 +410,7 @@ GLUON_BIAS_AHEAD = Switch("gluon_bias_ahead", "ATTNKIT_RELBIAS_GLUON_BIAS_AHEAD"
 GLUON_BIAS_DIAG = Switch("gluon_bias_diag", "ATTNKIT_RELBIAS_GLUON_BIAS_DIAG", None,
                          "warp-specialized Gluon forward kernel (gluon_ws): each tile's bias gathered with one "
                          "shared-memory load per distinct distance a thread holds (34 of its 64 scores), the rest "
-                         "copied between registers; the same values; default: on wherever it applies (6 % faster at "
+                         "copied between registers; the same values; default: on wherever it applies (5-6 % faster at "
                          "prefill 8K global and on chunks of 128 rows, relbias-gluon-ws-diag sweep)")
 # Unroll: the interior loop two tiles an iteration, so P alternates between two register sets instead of being copied
 # into the value product's operand registers each tile (32 IMAD.MOV a tile). With gluon_bias_diag (which frees the
