@@ -860,6 +860,104 @@ def test_gluon_maxnreg_gives_the_same_bits(case):
     assert r.ok, r.reason
 
 
+def test_coop_merge_plan_rule_key_and_grammar(monkeypatch):
+    """gluon_coop_merge: off by the rule (config.GLUON_COOP_BY_RULE), a keyword and ATTNKIT_MQA_GLUON_COOP_MERGE (the
+    keyword wins), a fused merge (refused with gluon_fused=False), its chunks the largest power of two up to
+    min(8, splits), and the chunk count in the compile key (a constexpr of the kernel)."""
+    from attnkit.mqa_decode import config
+    from attnkit.mqa_decode.config import coop_chunks, swapab_plan
+    from attnkit.mqa_decode.interface import _key
+    assert [coop_chunks(s) for s in (1, 2, 3, 4, 5, 7, 8, 10, 40)] == [1, 2, 2, 4, 4, 4, 8, 8, 8]
+    rule = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+    assert rule.coop_merge is config.GLUON_COOP_BY_RULE
+    p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop_merge=True)
+    assert p.coop_merge and p.fused_merge and p.num_splits == 10
+    assert p.loads_first  # the loads-first rule follows the merge launched apart or spread, not the last-program one
+    assert "_coop8" in _key("swapab", 16, p, "fp8")[0] and "_coop" not in _key("swapab", 16, rule, "fp8")[0]
+    p16 = swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_coop_merge=True)
+    assert p16.num_splits == 5 and "_coop4" in _key("swapab", 16, p16, "fp8")[0]
+    with pytest.raises(ValueError, match="gluon_coop_merge"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop_merge=True, fused_merge=False)
+    with pytest.raises(ValueError, match="gluon_coop_merge"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop_merge="2")
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_COOP_MERGE", "1")
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).coop_merge
+    assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_coop_merge=False).coop_merge
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_COOP_MERGE", "yes")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_COOP_MERGE"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("polls", [None, 0])
+@pytest.mark.parametrize("opts", [dict(), dict(num_splits=1), dict(num_splits=3), dict(num_splits=9),
+                                  dict(num_splits=20, gluon_half=True)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8",
+                                  "mqa_decode-step-h32-t16-nvfp4"])
+def test_gluon_coop_merge_matches_the_merge_kernel(case, opts, polls):
+    """gluon_coop_merge (each token's splits merged by its first programs, a chunk of dims each, once all have
+    arrived) against the same partials merged by the merge kernel: within a bf16 rounding (the same weights; the
+    sums over splits in another order), LSE to 1e-6 relative; repeatable to the bit; against the fp64 oracle by the
+    compare rule; and with no polls at all (polls=0: every waiting program abandons its chunk to the last arrival,
+    the path taken when a token's programs are not resident together) the same bits as with them. Chunk counts 1,
+    2, 8 and 8 with a second batch of splits (9 and 20 splits)."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 17)
+    apart = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=False, **opts)
+    kw = dict(kernel="swapab", gluon=True, gluon_coop_merge=True, **opts)
+    if polls is not None:
+        kw["_coop_polls"] = polls
+    coop = [mqa_headpad_call(inp, **kw) for _ in range(2)]
+    assert torch.equal(coop[0][0], coop[1][0]) and torch.equal(coop[0][1], coop[1][1])
+    assert (coop[0][0].float() - apart[0].float()).abs().max() <= 2 * apart[0].float().abs().max() * 2 ** -8
+    torch.testing.assert_close(coop[0][1], apart[1], rtol=1e-6, atol=1e-6)
+    if polls == 0:
+        waited = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_coop_merge=True, **opts)
+        assert torch.equal(coop[0][0], waited[0]) and torch.equal(coop[0][1], waited[1])
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(coop[0][0], ref, base, lse=coop[0][1], lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("polls", [None, 0])
+def test_gluon_coop_merge_replays_and_leaves_its_counters_at_zero(polls):
+    """The cooperative merge's counter words live at the end of the caller's workspace and are zeroed by the last
+    program of each token to leave: graph replays give the eager bits, also after the inputs change in place."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode import mqa_decode_attention
+    from attnkit.mqa_decode.interface import mqa_decode_workspace
+    inp = make_inputs(shapes.get("mqa_decode-step-h16-t4-fp8"), "cuda", 8)
+    T, H = inp["q"].shape[0], inp["num_heads"]
+    ws = mqa_decode_workspace(T, H, "cuda", window=inp["swa_idx"].shape[1], topk=inp["comp_idx"].shape[1],
+                              kernel="swapab", gluon=True)
+    out = torch.empty(T, H, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(T, H, device="cuda")
+    args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
+            inp["cos_sin"], inp["sink"], H, inp["softmax_scale"], inp["comp_format"])
+    kw = dict(kernel="swapab", gluon=True, gluon_coop_merge=True, validate=False, out=out, lse=lse, workspace=ws,
+              _coop_polls=polls)
+    mqa_decode_attention(*args, **kw)
+    ref = out.clone()
+    assert bool((ws[-2 * T:].view(torch.int32) == 0).all())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mqa_decode_attention(*args, **kw)
+    for _ in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, ref)
+    inp["q"].mul_(0.5)
+    graph.replay()
+    eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_coop_merge=True)
+    assert torch.equal(out, eager)
+    assert bool((ws[-2 * T:].view(torch.int32) == 0).all())
+    with pytest.raises(ValueError, match="_coop_polls"):
+        mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_coop_merge=False, _coop_polls=0)
+
+
 @pytest.mark.cuda
 def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     """The fused merge's arrival counters live at the end of the caller's workspace and are reset by each launch:
@@ -889,7 +987,7 @@ def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     graph.replay()
     eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_fused=True)
     assert torch.equal(out, eager)
-    assert bool((ws[-T:].view(torch.int32) == 0).all())
+    assert bool((ws[-2 * T:].view(torch.int32) == 0).all())
 
 
 def _ptx_run(asm: str, regs: dict) -> dict:

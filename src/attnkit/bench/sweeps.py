@@ -1065,6 +1065,19 @@ SWEEPS["mqa-gluon-prologue"] = Sweep(
      ("step-prologue1", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_prologue=1))))
 
 
+SWEEPS["mqa-gluon-coop"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with each token's splits merged in the same launch by its first programs, "
+    "a chunk of the 512 output dims each, once every split has arrived (gluon_coop_merge) against the rule (the merge "
+    "kernel launched apart up to 47 tokens, the last program's merge from 48), attention with its merge and whole "
+    "steps, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4; head-padded for the ratio the targets name",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32, 64)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("coop", dict(kernel="swapab", gluon=True, gluon_coop_merge=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-coop", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_coop_merge=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

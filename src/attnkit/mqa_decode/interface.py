@@ -11,6 +11,7 @@ import torch
 from .._runtime import check_device, pdl_launch, require, resolve_pdl
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
+from .config import coop_chunks
 
 RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
@@ -69,7 +70,8 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
-           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else ""))
+           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
+           + (f"_coop{coop_chunks(plan.num_splits)}" if plan.coop_merge else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -86,13 +88,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         merge_dc=None,
+                         gluon_coop_merge=None, merge_dc=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
-                         _merge_block_s=None):
+                         _merge_block_s=None, _coop_polls=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -122,7 +124,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_prologue (else ``ATTNKIT_MQA_GLUON_PROLOGUE``, 0 / 1 / 2): how many of a Gluon program's first loads are
     issued before the query is stored to shared memory: 0, each query block's after the previous block's store; 1,
     all of the query's; 2, the split's first tile's records too (the same bits; level 2 needs gluon_early and whole
-    tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule.
+    tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule. gluon_coop_merge (else
+    ``ATTNKIT_MQA_GLUON_COOP_MERGE``): the Gluon kernel merges each token's splits itself, spread over the token's
+    first programs (up to 8, each a slice of the 512 output dims of every head) once every split has arrived, so the
+    step is one launch (the same bits; not with gluon_fused=False); default: the rule (config.GLUON_COOP_BY_RULE).
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -144,8 +149,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     touched) and the bf16 output is still returned.
     out [T, H, 512] bf16, lse [T, H] fp32, workspace (``mqa_decode_workspace``): optional caller-owned
     buffers; with all three given and validate=False a call allocates nothing and syncs nothing (the
-    workspace is sized for the largest step; a step of fewer tokens uses its front; its last elements are the
-    fused merge's arrival counters, which must be zero before a call and are zero after one:
+    workspace is sized for the largest step; a step of fewer tokens uses its front; its last 2 x T elements are
+    the fused merge's counter words, which must be zero before a call and are zero after one:
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
     quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
@@ -237,7 +242,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl)
+                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
+                           gluon_coop_merge=gluon_coop_merge)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format)
@@ -247,20 +253,21 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         m = torch.empty((S, R), dtype=torch.float32, device=dev)
         l = torch.empty_like(m)
         acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
-        count = torch.zeros(T, dtype=torch.int32, device=dev) if fused else m
+        count = torch.zeros(2 * T, dtype=torch.int32, device=dev) if fused else m
     else:
         a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
         need = a0 + S * R * MQA_DIM
         require(isinstance(workspace, torch.Tensor) and workspace.dtype == torch.float32 and workspace.dim() == 1
-                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need + T
+                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need + 2 * T
                 and workspace.data_ptr() % 16 == 0, "workspace",
-                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need + T} elements for "
+                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need + 2 * T} elements for "
                 "this step (mqa_decode_workspace sizes it)")
         m = workspace[:S * R].view(S, R)
         l = workspace[S * R:2 * S * R].view(S, R)
         acc = workspace[a0:need].view(S, R, MQA_DIM)
-        # the fused merge's arrival counters: the last T elements, zero between calls (each call resets them)
-        count = workspace[workspace.numel() - T:].view(torch.int32)
+        # the fused merge's counter words, two per token: the last 2 T elements, zero between calls (each call
+        # resets them)
+        count = workspace[workspace.numel() - 2 * T:].view(torch.int32)
     args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
@@ -276,16 +283,21 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(not (pdl_early and gluon_path and plan.gluon_async), "pdl_early_inputs",
             "waits before the list loops; gluon_async copies the first records before the query")
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early))
+    coop = gluon_path and plan.coop_merge
+    require(_coop_polls is None or (coop and isinstance(_coop_polls, int) and _coop_polls >= 0), "_coop_polls",
+            "is the cooperative merge's poll budget (a test hook), a non-negative int")
+    coop_kw = dict(CHUNKS=coop_chunks(S), **({} if _coop_polls is None else {"COOP_POLLS": _coop_polls})) if coop else {}
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
                                         NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
-                                        PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
+                                        PREFETCH=prefetch, FUSED_MERGE=2 if coop else int(fused),
+                                        SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
                                         PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks, ONE_LOOP=plan.one_loop,
                                         LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
-                                        num_warps=plan.num_warps,
+                                        num_warps=plan.num_warps, **coop_kw,
                                         **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
@@ -380,15 +392,15 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
             plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type, comp_format=comp_format)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
-    # + the fused merge's arrival counters (one per token, zero between calls)
-    return torch.zeros(need + max_tokens, dtype=torch.float32, device=dev)
+    # + the fused merge's counter words (two per token, zero between calls)
+    return torch.zeros(need + 2 * max_tokens, dtype=torch.float32, device=dev)
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None,
-                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None) -> set:
+                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_coop_merge=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -412,6 +424,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages,
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue)
+                             gluon_prologue=gluon_prologue, gluon_coop_merge=gluon_coop_merge)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys
