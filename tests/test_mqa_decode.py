@@ -941,7 +941,7 @@ def test_gluon_coop_merge_replays_and_leaves_its_counters_at_zero(polls):
               _coop_polls=polls)
     mqa_decode_attention(*args, **kw)
     ref = out.clone()
-    assert bool((ws[-2 * T:].view(torch.int32) == 0).all())
+    assert bool((ws[-T:].view(torch.int32) == 0).all())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         mqa_decode_attention(*args, **kw)
@@ -953,7 +953,7 @@ def test_gluon_coop_merge_replays_and_leaves_its_counters_at_zero(polls):
     graph.replay()
     eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_coop_merge=True)
     assert torch.equal(out, eager)
-    assert bool((ws[-2 * T:].view(torch.int32) == 0).all())
+    assert bool((ws[-T:].view(torch.int32) == 0).all())
     with pytest.raises(ValueError, match="_coop_polls"):
         mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_coop_merge=False, _coop_polls=0)
 
@@ -987,7 +987,7 @@ def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     graph.replay()
     eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_fused=True)
     assert torch.equal(out, eager)
-    assert bool((ws[-2 * T:].view(torch.int32) == 0).all())
+    assert bool((ws[-T:].view(torch.int32) == 0).all())
 
 
 def _ptx_run(asm: str, regs: dict) -> dict:

@@ -1078,6 +1078,18 @@ SWEEPS["mqa-gluon-coop"] = Sweep(
      ("step-coop", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_coop_merge=True))))
 
 
+SWEEPS["mqa-gluon-coop-2"] = Sweep(
+    "mqa_decode", "the cooperative merge (gluon_coop_merge) with its counter zeroed by the last arrival and up to 16 "
+    "splits' partials a load, against the rule, the last-program merge (gluon_fused) and the cooperative merge with "
+    "no polls (every chunk abandoned to the last arrival, which then merges them all alone: the merge's chain on one "
+    "program), attention with its merge, 16 / 32 heads x 1, 2, 4, 16 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 16)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("coop", dict(kernel="swapab", gluon=True, gluon_coop_merge=True)),
+     ("coop-nopoll", dict(kernel="swapab", gluon=True, gluon_coop_merge=True, _coop_polls=0)),
+     ("fused-last", dict(kernel="swapab", gluon=True, gluon_fused=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

@@ -149,7 +149,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     touched) and the bf16 output is still returned.
     out [T, H, 512] bf16, lse [T, H] fp32, workspace (``mqa_decode_workspace``): optional caller-owned
     buffers; with all three given and validate=False a call allocates nothing and syncs nothing (the
-    workspace is sized for the largest step; a step of fewer tokens uses its front; its last 2 x T elements are
+    workspace is sized for the largest step; a step of fewer tokens uses its front; its last T elements are
     the fused merge's counter words, which must be zero before a call and are zero after one:
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
@@ -253,21 +253,21 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         m = torch.empty((S, R), dtype=torch.float32, device=dev)
         l = torch.empty_like(m)
         acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
-        count = torch.zeros(2 * T, dtype=torch.int32, device=dev) if fused else m
+        count = torch.zeros(T, dtype=torch.int32, device=dev) if fused else m
     else:
         a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
         need = a0 + S * R * MQA_DIM
         require(isinstance(workspace, torch.Tensor) and workspace.dtype == torch.float32 and workspace.dim() == 1
-                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need + 2 * T
+                and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need + T
                 and workspace.data_ptr() % 16 == 0, "workspace",
-                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need + 2 * T} elements for "
+                f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need + T} elements for "
                 "this step (mqa_decode_workspace sizes it)")
         m = workspace[:S * R].view(S, R)
         l = workspace[S * R:2 * S * R].view(S, R)
         acc = workspace[a0:need].view(S, R, MQA_DIM)
-        # the fused merge's counter words, two per token: the last 2 T elements, zero between calls (each call
+        # the fused merge's counter words, one per token: the last T elements, zero between calls (each call
         # resets them)
-        count = workspace[workspace.numel() - 2 * T:].view(torch.int32)
+        count = workspace[workspace.numel() - T:].view(torch.int32)
     args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
             plan.slots_per_split)
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
@@ -392,8 +392,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
             plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type, comp_format=comp_format)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
-    # + the fused merge's counter words (two per token, zero between calls)
-    return torch.zeros(need + 2 * max_tokens, dtype=torch.float32, device=dev)
+    # + the fused merge's counter words (one per token, zero between calls)
+    return torch.zeros(need + max_tokens, dtype=torch.float32, device=dev)
 
 
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,

@@ -19,7 +19,7 @@ Warps      4 (one warpgroup) or 8: two warpgroups split the heads of S^T and the
            is prepared; rows of invalid slots zero-filled).
 Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, page_size, stride] uint8;
            swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
-           the fused merge, COUNT [T, 2] int32 counter words (zero before the launch, zero after), SINK, OUT, LSE,
+           the fused merge, COUNT [T] int32 counter words (zero before the launch, zero after), SINK, OUT, LSE,
            O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16.
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
            from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
@@ -591,26 +591,29 @@ def _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, p
     c < CHUNKS merges output dims c * 512 / CHUNKS onwards once all S splits have arrived, so the merge runs on
     CHUNKS programs at once instead of on the last one alone.
 
-    Protocol on the token's two counter words (zero before the launch, zero after): word 0 holds the arrivals in
-    bits 0-7 and, in bit 8 + c, chunk c abandoned; word 1 counts the programs done with word 0.
-      arrive   after a barrier (every thread's partial stores before it), atomic add 1 (release at GPU scope);
-      owner    a program c < CHUNKS that did not arrive last polls word 0 (acquire) up to POLLS times until all S
-               have arrived, then merges chunk c. If they have not by then, it abandons chunk c by a compare-and-swap
-               of word 0 that expects fewer than S arrivals (so an abandon and the last arrival are ordered on one
-               word); if the swap fails because all have arrived, it merges chunk c after all.
-      last     the last to arrive (its add returns S - 1 arrivals and the abandoned bits as they stood) merges its
-               own chunk and every abandoned one.
-      leave    every program adds 1 to word 1; the last to leave zeroes both words for the next launch.
+    Protocol on the token's counter word (zero before the launch, zero after): bits 0-7 count the arrivals, bit
+    8 + c marks chunk c abandoned.
+      arrive   after a barrier (every thread's partial stores before it), atomic add 1 (release at GPU scope); the
+               value it returns gives the program's arrival number;
+      last     the last to arrive (its add returns S - 1 arrivals and the abandoned bits as they stood) zeroes the
+               word for the next launch (an exchange: an atomic read-modify-write, so the release of every arrival
+               reaches whoever reads the zero), then merges its own chunk and every abandoned one;
+      owner    a program c < CHUNKS that did not arrive last polls the word (acquire) up to POLLS times until it
+               shows S arrivals or fewer than its own (zeroed: all have arrived), then merges chunk c. If neither by
+               then, it abandons chunk c by a compare-and-swap that expects the word as last read (fewer than S
+               arrivals), so an abandon and the last arrival are ordered on the one word; if the swap fails because
+               all have arrived, it merges chunk c after all.
     No program waits for one that has not started: a program that runs out of polls leaves, so the merge finishes
     whether or not the token's programs are resident together (they are, when the launch fits one wave of the GPU;
-    then no chunk is abandoned). Each chunk is merged exactly once, in split order: the same bits as one program's
-    merge."""
+    then no chunk is abandoned). Each chunk is merged exactly once, in split order whichever program merges it."""
     S = gl.num_programs(1)
     DC: gl.constexpr = 512 // CHUNKS
-    W0 = COUNT + 2 * t
+    W0 = COUNT + t
     gl.thread_barrier()
     old = gl.atomic_add(W0, 1, sem="acq_rel", scope="gpu")
-    if (old & 255) == S - 1:  # the last to arrive: its own chunk and every abandoned one
+    mine = (old & 255) + 1
+    if mine == S:  # the last to arrive: the word zeroed, then its own chunk and every abandoned one
+        gl.atomic_xchg(W0, 0, sem="relaxed", scope="gpu")
         if split < CHUNKS:
             _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
                          DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
@@ -621,10 +624,10 @@ def _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, p
     elif split < CHUNKS:
         word = old + 1
         n = 0
-        while ((word & 255) < S) & (n < POLLS):
+        while ((word & 255) >= mine) & ((word & 255) < S) & (n < POLLS):
             word = gl.atomic_add(W0, 0, sem="acquire", scope="gpu")
             n += 1
-        while (word & 255) < S:  # out of polls: abandon, unless the last arrival comes first
+        while ((word & 255) >= mine) & ((word & 255) < S):  # out of polls: abandon, unless all arrive first
             seen = gl.atomic_cas(W0, word, word | (256 << split), sem="acq_rel", scope="gpu")
             if seen == word:
                 word = S  # abandoned (the loop ends; the merge below is skipped)
@@ -634,10 +637,6 @@ def _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, p
         if n >= 0:
             _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
                          DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
-    gl.thread_barrier()
-    if gl.atomic_add(W0 + 1, 1, sem="acq_rel", scope="gpu") == S - 1:  # the last to leave
-        gl.store(W0, 0)
-        gl.store(W0 + 1, 0)
 
 
 @gluon.jit
@@ -827,21 +826,21 @@ def mqa_swapab_gluon_kernel(
         # merge's loads after every other program's stores. The last program also resets the counter to zero
         # for the next launch (CUDA-graph replays included).
         gl.thread_barrier()
-        arrived = gl.atomic_add(COUNT + 2 * t, 1, sem="acq_rel", scope="gpu")
+        arrived = gl.atomic_add(COUNT + t, 1, sem="acq_rel", scope="gpu")
         if arrived == gl.num_programs(1) - 1:
             # the splits merged MB at a time, at most 64 of a batch's accumulator values per thread: [MB, H, 512]
             MB1: gl.constexpr = max(1, min(8, (64 * 32 * NW) // (H * 512)))
             L3m: gl.constexpr = gl.BlockedLayout([MB1, 1, 4], [1, 1, 32], [1, NW, 1], [2, 1, 0])
             _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, 0, stride_ms, stride_as, H, 512,
                          MB1, SINK_ON, ROPE_UNDO, WRITE_F32, L3m, Lo)
-            gl.store(COUNT + 2 * t, 0)
+            gl.store(COUNT + t, 0)
     elif FUSED_MERGE == 2:  # one launch, the merge spread over the token's first CHUNKS programs (_coop_merge)
         gl.static_assert(512 % CHUNKS == 0, "CHUNKS: 1, 2, 4 or 8")
         TD: gl.constexpr = 32 if 512 // CHUNKS >= 128 else (512 // CHUNKS) // 4
         Lc: gl.constexpr = gl.BlockedLayout([1, 4], [32 // TD, TD], [NW, 1], [1, 0])  # [H, 512 / CHUNKS]
-        # the splits merged MB at a time (each batch one round trip to L2), at most 64 of a batch's accumulator
-        # values per thread: [MB, H, 512 / CHUNKS]
-        MB2: gl.constexpr = max(1, min(8, (64 * 32 * NW * CHUNKS) // (H * 512)))
+        # the splits merged MB at a time (each batch one round trip to L2), at most 128 of a batch's accumulator
+        # values per thread (the list loops' registers are free by then): [MB, H, 512 / CHUNKS]
+        MB2: gl.constexpr = max(1, min(16, (128 * 32 * NW * CHUNKS) // (H * 512)))
         L3m: gl.constexpr = gl.BlockedLayout([MB2, 1, 4], [1, 32 // TD, TD], [1, NW, 1], [2, 1, 0])
         _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
                     CHUNKS, COOP_POLLS, SINK_ON, ROPE_UNDO, WRITE_F32, MB2, L3m, Lc)
