@@ -1090,6 +1090,19 @@ SWEEPS["mqa-gluon-coop-2"] = Sweep(
      ("fused-last", dict(kernel="swapab", gluon=True, gluon_fused=True))))
 
 
+SWEEPS["mqa-gluon-coop-parts"] = Sweep(
+    "mqa_decode", "where the cooperative merge's time goes (diag-* settings compute wrong results by design): the "
+    "Gluon swap-AB attention with no merge at all, with the cooperative merge's arrivals alone, with each chunk merged "
+    "at once without the counter, against the rule and the cooperative merge, 16 / 32 heads x 1 and 16 tokens",
+    ("mqa_decode-step-h16-t1-fp8", "mqa_decode-step-h32-t1-nvfp4", "mqa_decode-step-h16-t16-fp8",
+     "mqa_decode-step-h32-t16-nvfp4"),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("coop", dict(kernel="swapab", gluon=True, gluon_coop_merge=True)),
+     ("diag-no-merge", dict(kernel="swapab", gluon=True, gluon_fused=False, _diag_merge=3)),
+     ("diag-arrivals", dict(kernel="swapab", gluon=True, gluon_coop_merge=True, _diag_merge=1)),
+     ("diag-merge-at-once", dict(kernel="swapab", gluon=True, gluon_coop_merge=True, _diag_merge=2))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

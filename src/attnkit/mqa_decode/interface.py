@@ -94,7 +94,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
-                         _merge_block_s=None, _coop_polls=None):
+                         _merge_block_s=None, _coop_polls=None, _diag_merge=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -287,6 +287,17 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(_coop_polls is None or (coop and isinstance(_coop_polls, int) and _coop_polls >= 0), "_coop_polls",
             "is the cooperative merge's poll budget (a test hook), a non-negative int")
     coop_kw = dict(CHUNKS=coop_chunks(S), **({} if _coop_polls is None else {"COOP_POLLS": _coop_polls})) if coop else {}
+    # diagnostics, wrong by design (where the cooperative merge's time goes): 1, its arrivals alone; 2, each chunk
+    # merged at once without the counter; 3, the swap-AB attention with no merge at all
+    require(_diag_merge in (None, 1, 2, 3) and (_diag_merge in (None, 3) or coop) and (_diag_merge != 3 or gluon_path),
+            "_diag_merge", "is 1 or 2 with gluon_coop_merge, or 3 with the Gluon kernel (diagnostics)")
+    if _diag_merge:
+        import warnings
+        warnings.warn(f"_diag_merge={_diag_merge}: a diagnostics variant; its results are wrong by design", RuntimeWarning,
+                      stacklevel=2)
+        if _diag_merge in (1, 2):
+            coop_kw["COOP_DIAG"] = _diag_merge
+    skip_merge = _diag_merge == 3  # no merge launch
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
@@ -316,7 +327,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             num_warps=plan.num_warps, num_stages=plan.num_stages, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common,
             **pl)
     from .kernel_merge import mqa_merge_kernel
-    if not fused:
+    if not fused and not skip_merge:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
         LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,

@@ -586,7 +586,7 @@ def _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, c,
 def _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as,
                 H: gl.constexpr, CHUNKS: gl.constexpr, POLLS: gl.constexpr, SINK_ON: gl.constexpr,
                 ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, MB: gl.constexpr, L3: gl.constexpr,
-                Lc: gl.constexpr):
+                Lc: gl.constexpr, DIAG: gl.constexpr = 0):
     """The cooperative finishing merge (FUSED_MERGE 2): every program of token t has stored its partials; program
     c < CHUNKS merges output dims c * 512 / CHUNKS onwards once all S splits have arrived, so the merge runs on
     CHUNKS programs at once instead of on the last one alone.
@@ -609,9 +609,18 @@ def _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, p
     S = gl.num_programs(1)
     DC: gl.constexpr = 512 // CHUNKS
     W0 = COUNT + t
+    if DIAG == 2:  # diagnostics, wrong by design: each owner merges its chunk at once, no counter
+        if split < CHUNKS:
+            _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
+                         DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
+        return
     gl.thread_barrier()
     old = gl.atomic_add(W0, 1, sem="acq_rel", scope="gpu")
     mine = (old & 255) + 1
+    if DIAG == 1:  # diagnostics, wrong by design: the arrivals and the reset alone, no merge
+        if mine == S:
+            gl.atomic_xchg(W0, 0, sem="relaxed", scope="gpu")
+        return
     if mine == S:  # the last to arrive: the word zeroed, then its own chunk and every abandoned one
         gl.atomic_xchg(W0, 0, sem="relaxed", scope="gpu")
         if split < CHUNKS:
@@ -650,7 +659,7 @@ def mqa_swapab_gluon_kernel(
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
     LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CHUNKS: gl.constexpr = 1,
-    COOP_POLLS: gl.constexpr = 4096,
+    COOP_POLLS: gl.constexpr = 4096, COOP_DIAG: gl.constexpr = 0,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -843,4 +852,4 @@ def mqa_swapab_gluon_kernel(
         MB2: gl.constexpr = max(1, min(16, (128 * 32 * NW * CHUNKS) // (H * 512)))
         L3m: gl.constexpr = gl.BlockedLayout([MB2, 1, 4], [1, 32 // TD, TD], [1, NW, 1], [2, 1, 0])
         _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
-                    CHUNKS, COOP_POLLS, SINK_ON, ROPE_UNDO, WRITE_F32, MB2, L3m, Lc)
+                    CHUNKS, COOP_POLLS, SINK_ON, ROPE_UNDO, WRITE_F32, MB2, L3m, Lc, COOP_DIAG)
