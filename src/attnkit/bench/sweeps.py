@@ -1065,44 +1065,6 @@ SWEEPS["mqa-gluon-prologue"] = Sweep(
      ("step-prologue1", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_prologue=1))))
 
 
-SWEEPS["mqa-gluon-coop"] = Sweep(
-    "mqa_decode", "the Gluon swap-AB kernel with each token's splits merged in the same launch by its first programs, "
-    "a chunk of the 512 output dims each, once every split has arrived (gluon_coop_merge) against the rule (the merge "
-    "kernel launched apart up to 47 tokens, the last program's merge from 48), attention with its merge and whole "
-    "steps, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4; head-padded for the ratio the targets name",
-    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32, 64)),
-    (("headpad", dict(kernel="headpad")),
-     ("rule", dict(kernel="swapab", gluon=True)),
-     ("coop", dict(kernel="swapab", gluon=True, gluon_coop_merge=True)),
-     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
-     ("step-coop", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_coop_merge=True))))
-
-
-SWEEPS["mqa-gluon-coop-2"] = Sweep(
-    "mqa_decode", "the cooperative merge (gluon_coop_merge) with its counter zeroed by the last arrival and up to 16 "
-    "splits' partials a load, against the rule, the last-program merge (gluon_fused) and the cooperative merge with "
-    "no polls (every chunk abandoned to the last arrival, which then merges them all alone: the merge's chain on one "
-    "program), attention with its merge, 16 / 32 heads x 1, 2, 4, 16 tokens x fp8 / nvfp4",
-    _mqa_steps((16, 32), (1, 2, 4, 16)),
-    (("rule", dict(kernel="swapab", gluon=True)),
-     ("coop", dict(kernel="swapab", gluon=True, gluon_coop_merge=True)),
-     ("coop-nopoll", dict(kernel="swapab", gluon=True, gluon_coop_merge=True, _coop_polls=0)),
-     ("fused-last", dict(kernel="swapab", gluon=True, gluon_fused=True))))
-
-
-SWEEPS["mqa-gluon-coop-parts"] = Sweep(
-    "mqa_decode", "where the cooperative merge's time goes (diag-* settings compute wrong results by design): the "
-    "Gluon swap-AB attention with no merge at all, with the cooperative merge's arrivals alone, with each chunk merged "
-    "at once without the counter, against the rule and the cooperative merge, 16 / 32 heads x 1 and 16 tokens",
-    ("mqa_decode-step-h16-t1-fp8", "mqa_decode-step-h32-t1-nvfp4", "mqa_decode-step-h16-t16-fp8",
-     "mqa_decode-step-h32-t16-nvfp4"),
-    (("rule", dict(kernel="swapab", gluon=True)),
-     ("coop", dict(kernel="swapab", gluon=True, gluon_coop_merge=True)),
-     ("diag-no-merge", dict(kernel="swapab", gluon=True, gluon_fused=False, _diag_merge=3)),
-     ("diag-arrivals", dict(kernel="swapab", gluon=True, gluon_coop_merge=True, _diag_merge=1)),
-     ("diag-merge-at-once", dict(kernel="swapab", gluon=True, gluon_coop_merge=True, _diag_merge=2))))
-
-
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

@@ -494,10 +494,6 @@ for _name, _kw, _what in (
         ("mqa_decode/gluon_swapab_fused", dict(gluon_fused=True),
          "kernel: the Gluon swap-AB decode with each token's splits merged by its last program (gluon_fused; the "
          "rule where a token has at most two splits), sink and RoPE undone there, on every 16 / 32-head shape"),
-        ("mqa_decode/gluon_swapab_coop", dict(gluon_coop_merge=True),
-         "kernel: the Gluon swap-AB decode with each token's splits merged by its first programs, a chunk of the "
-         "output dims each, once every split has arrived (gluon_coop_merge), sink and RoPE undone there, on every "
-         "16 / 32-head shape"),
         ("mqa_decode/gluon_swapab_early", dict(gluon_early=True),
          "kernel: the Gluon swap-AB decode with the first tiles' slot ids loaded before the query (gluon_early) + the "
          "finishing merge as dispatched, on every 16 / 32-head shape"),

@@ -227,7 +227,6 @@ class SwapabPlan:
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
     loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
     prologue: int = 0  # Gluon: how much of a program's first loads come before the query's stores (gluon_prologue)
-    coop_merge: bool = False  # Gluon: the fused merge spread over the token's first programs (gluon_coop_merge)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -256,31 +255,26 @@ GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
 # rule 15.6 us, 2 / 3 / 4 splits fused 28.5 / 25.0 / 21.1, 3 splits apart 23.1; the same order on all 8 cases): a
 # program walks its tiles one after another, so the split rule's spread is what keeps the step short.
 GLUON_FUSED_MAX_SPLITS = 2
+# Tried at 94e4bfe-be9299f and removed (gluon_coop_merge): the fused merge spread over a token's programs instead of
+# its last one. Each program arrived on a per-token counter after its partial stores (barrier, then an atomic add
+# with release at GPU scope); the token's first CHUNKS programs (up to 8) polled it and each merged 512 / CHUNKS output
+# dims of every head, up to 16 splits' partials a load (a program that polled too long abandoned its chunk to the last
+# arrival by a compare-and-swap on the same word, so nothing waited on a program not started). Right on the H200
+# (GPU tests against the merge kernel and the fp64 oracle, graph replays, the abandon path forced). Predicted: the
+# merge launch replaced by about two round trips to L2. Measured slower (benchmarks/sweeps/h200-94e4bfe/
+# sweep-mqa-gluon-coop.json, 5 rounds, paired ÷ rule, 16 / 32 heads x 1-64 tokens x fp8 / nvfp4): 1.33-1.45 at 1-4
+# tokens, 1.13-1.24 at 8-16, 1.01-1.08 at 32, 0.985-1.023 at 64; whole steps 1.00-1.47. Where the time goes
+# (h200-be9299f/sweep-mqa-gluon-coop-parts.json, diagnostics variants, medians in us, 16 heads x 1 token fp8 / 32
+# heads x 16 tokens nvfp4): the attention with no merge 5.40 / 12.62, the arrivals alone (barrier, release atomic,
+# no merge) 7.68 / 15.46, each chunk merged at once without any counter 8.47 / 18.18, the rule (the merge kernel
+# launched apart with PDL) 7.61 / 17.03. So the in-kernel arrival alone costs what the whole merge launch does, and
+# the merge's loads inside the kernel (8 programs, 40-80 KB each, after their own partial stores) cost more than the
+# merge kernel's (32-512 programs): no in-kernel merge can win here. With the counter zeroed by the last arrival
+# and one load of all splits (h200-15308ae/sweep-mqa-gluon-coop-2.json) the same: 1.26-1.45 at 1-4 tokens; the
+# last-program merge there 1.51-1.84 at 1-4 tokens and 1.16-1.22 at 16.
 GLUON_FUSED = Switch("gluon_fused", "ATTNKIT_MQA_GLUON_FUSED", None,
                      "the Gluon swap-AB kernel merges each token's splits in its last program to finish (one launch); "
                      "default: the rule, where a token has at most GLUON_FUSED_MAX_SPLITS (2) splits")
-# The cooperative merge (gluon_coop_merge): the fused merge spread over a token's programs. The last-program merge
-# above reads all S partials of the token on one SM (16 heads x 1 token: 10 splits x 16 x 512 x 4 bytes = 320 KB),
-# which is why it loses where a token has many splits. Here every program of the token arrives on a counter after its
-# partial stores; the token's first CHUNKS programs (CHUNKS = the largest power of two up to min(8, S)) each wait
-# for the last arrival and merge 512 / CHUNKS output dims of all heads, so the merge's loads spread over CHUNKS SMs
-# and the step is one launch (kernel_swapab_gluon._coop_merge: a program that waits too long abandons its chunk to
-# the last arrival, so nothing waits on a program that has not started). The same arithmetic in split order: the
-# same bits as the merge kernel's. Predicted: the merge launch (2.5-3.4 us of a 1-16 token step, docs/mqa_decode.md)
-# replaced by about two round trips to L2 after the last arrival.
-GLUON_COOP_BY_RULE = False
-GLUON_COOP_MAX_SPLITS = 255  # the arrivals' bits in the counter word
-GLUON_COOP = Switch("gluon_coop_merge", "ATTNKIT_MQA_GLUON_COOP_MERGE", None,
-                    "the Gluon swap-AB kernel merges each token's splits itself, spread over the token's first "
-                    "programs (up to 8, each 512 / chunks output dims) once every split has arrived: one launch; "
-                    "default: the rule (config.GLUON_COOP_BY_RULE)")
-
-
-def coop_chunks(splits: int) -> int:
-    """Chunks of the cooperative merge: the largest power of two up to min(8, splits)."""
-    return 1 << (min(8, max(1, splits)).bit_length() - 1)
-
-
 # Off: at 4f341ac (benchmarks/sweeps/h200-4f341ac/sweep-mqa-gluon-async.json, 8 warps) the copies changed the
 # attention time by -3 % to +4 % for fp8 and 0 to +10 % for nvfp4 (16 heads x 16 tokens: fp8 19.5 -> 19.3 us,
 # nvfp4 19.6 -> 20.6): the first tile's records and the tile-to-tile gathers are not what sets the time.
@@ -487,8 +481,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
                 gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
-                gluon_prologue: int | None = None, pdl_early: bool = False,
-                gluon_coop_merge: bool | None = None) -> SwapabPlan:
+                gluon_prologue: int | None = None, pdl_early: bool = False) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -532,18 +525,10 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "gluon_async")
         if one and not gluon_prefetch:
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
-        coop = GLUON_COOP.resolve(gluon_coop_merge)
-        if coop is None:
-            coop = GLUON_COOP_BY_RULE and fused is not False
-        if coop and fused is False:
-            raise ValueError("gluon_coop_merge: is a fused merge; it cannot be combined with gluon_fused=False")
-        if coop and splits > GLUON_COOP_MAX_SPLITS:
-            raise ValueError(f"gluon_coop_merge: at most {GLUON_COOP_MAX_SPLITS} splits per token, got {splits}")
         fused_m = splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused)
-        last_m = fused_m and not coop  # the last-program merge
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
         if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart
-            lf = GLUON_LOADS_FIRST_BY_RULE and not use_async and not last_m
+            lf = GLUON_LOADS_FIRST_BY_RULE and not use_async and not fused_m
         if lf and use_async:
             raise ValueError("gluon_loads_first: orders the register loads of the records; it cannot be combined "
                              "with gluon_async")
@@ -556,7 +541,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
                              "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
-                          fused_merge=bool(fused_m or coop), coop_merge=bool(coop),
+                          fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)

@@ -11,7 +11,6 @@ import torch
 from .._runtime import check_device, pdl_launch, require, resolve_pdl
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
-from .config import coop_chunks
 
 RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
@@ -70,8 +69,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
-           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
-           + (f"_coop{coop_chunks(plan.num_splits)}" if plan.coop_merge else ""))
+           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else ""))
           if getattr(plan, "gluon", False) else "")
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
@@ -88,13 +86,13 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         gluon_coop_merge=None, merge_dc=None,
+                         merge_dc=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
-                         _merge_block_s=None, _coop_polls=None, _diag_merge=None):
+                         _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
@@ -124,10 +122,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_prologue (else ``ATTNKIT_MQA_GLUON_PROLOGUE``, 0 / 1 / 2): how many of a Gluon program's first loads are
     issued before the query is stored to shared memory: 0, each query block's after the previous block's store; 1,
     all of the query's; 2, the split's first tile's records too (the same bits; level 2 needs gluon_early and whole
-    tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule. gluon_coop_merge (else
-    ``ATTNKIT_MQA_GLUON_COOP_MERGE``): the Gluon kernel merges each token's splits itself, spread over the token's
-    first programs (up to 8, each a slice of the 512 output dims of every head) once every split has arrived, so the
-    step is one launch (the same bits; not with gluon_fused=False); default: the rule (config.GLUON_COOP_BY_RULE).
+    tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule.
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -149,8 +144,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     touched) and the bf16 output is still returned.
     out [T, H, 512] bf16, lse [T, H] fp32, workspace (``mqa_decode_workspace``): optional caller-owned
     buffers; with all three given and validate=False a call allocates nothing and syncs nothing (the
-    workspace is sized for the largest step; a step of fewer tokens uses its front; its last T elements are
-    the fused merge's counter words, which must be zero before a call and are zero after one:
+    workspace is sized for the largest step; a step of fewer tokens uses its front; its last elements are the
+    fused merge's arrival counters, which must be zero before a call and are zero after one:
     ``mqa_decode_workspace`` returns them zeroed).
     Launches: the attention kernel and the finishing merge (one launch with the fused merge; plus the MXFP8
     quantizer when asked). pdl (else ``ATTNKIT_PDL``; default: splitk.pdl_rule, on for the swap-AB kernel where it
@@ -242,8 +237,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
-                           gluon_coop_merge=gluon_coop_merge)
+                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format)
@@ -265,8 +259,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         m = workspace[:S * R].view(S, R)
         l = workspace[S * R:2 * S * R].view(S, R)
         acc = workspace[a0:need].view(S, R, MQA_DIM)
-        # the fused merge's counter words, one per token: the last T elements, zero between calls (each call
-        # resets them)
+        # the fused merge's arrival counters: the last T elements, zero between calls (each call resets them)
         count = workspace[workspace.numel() - T:].view(torch.int32)
     args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
             plan.slots_per_split)
@@ -283,32 +276,16 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(not (pdl_early and gluon_path and plan.gluon_async), "pdl_early_inputs",
             "waits before the list loops; gluon_async copies the first records before the query")
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early))
-    coop = gluon_path and plan.coop_merge
-    require(_coop_polls is None or (coop and isinstance(_coop_polls, int) and _coop_polls >= 0), "_coop_polls",
-            "is the cooperative merge's poll budget (a test hook), a non-negative int")
-    coop_kw = dict(CHUNKS=coop_chunks(S), **({} if _coop_polls is None else {"COOP_POLLS": _coop_polls})) if coop else {}
-    # diagnostics, wrong by design (where the cooperative merge's time goes): 1, its arrivals alone; 2, each chunk
-    # merged at once without the counter; 3, the swap-AB attention with no merge at all
-    require(_diag_merge in (None, 1, 2, 3) and (_diag_merge in (None, 3) or coop) and (_diag_merge != 3 or gluon_path),
-            "_diag_merge", "is 1 or 2 with gluon_coop_merge, or 3 with the Gluon kernel (diagnostics)")
-    if _diag_merge:
-        import warnings
-        warnings.warn(f"_diag_merge={_diag_merge}: a diagnostics variant; its results are wrong by design", RuntimeWarning,
-                      stacklevel=2)
-        if _diag_merge in (1, 2):
-            coop_kw["COOP_DIAG"] = _diag_merge
-    skip_merge = _diag_merge == 3  # no merge launch
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
                                         NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
-                                        PREFETCH=prefetch, FUSED_MERGE=2 if coop else int(fused),
-                                        SINK_ON=_perturb != "sink-dropped",
+                                        PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                                         ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
                                         ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
                                         PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks, ONE_LOOP=plan.one_loop,
                                         LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
-                                        num_warps=plan.num_warps, **coop_kw,
+                                        num_warps=plan.num_warps,
                                         **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
@@ -327,7 +304,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             num_warps=plan.num_warps, num_stages=plan.num_stages, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common,
             **pl)
     from .kernel_merge import mqa_merge_kernel
-    if not fused and not skip_merge:
+    if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
         LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,
@@ -403,7 +380,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
             plan = headpad_plan(T, num_heads, window + topk, sm, None, dev.type, comp_format=comp_format)
         sr = plan.num_splits * T * num_heads
         need = max(need, -(-2 * sr // 4) * 4 + sr * MQA_DIM)
-    # + the fused merge's counter words (one per token, zero between calls)
+    # + the fused merge's arrival counters (one per token, zero between calls)
     return torch.zeros(need + max_tokens, dtype=torch.float32, device=dev)
 
 
@@ -411,7 +388,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None,
-                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_coop_merge=None) -> set:
+                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -435,6 +412,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages,
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue, gluon_coop_merge=gluon_coop_merge)
+                             gluon_prologue=gluon_prologue)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

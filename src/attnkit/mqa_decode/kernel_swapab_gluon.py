@@ -3,10 +3,9 @@ warpgroup MMAs reading the decoded tile from shared memory.
 
 Computes   the same partials as kernel_swapab.mqa_swapab_kernel (its interpreter twin: same arguments, same
            partial layout, same numerics): per token t and split s, S^T [slots, H] = KV . Q_rot^T, the softmax
-           down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc). With FUSED_MERGE the step
-           is one launch: 1, the token's last program to finish also merges its splits (_merge_chunk:
-           kernel_merge's arithmetic); 2, the token's first CHUNKS programs merge a 512 / CHUNKS-dim chunk each once
-           every split has arrived (_coop_merge).
+           down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc). With FUSED_MERGE the token's
+           last program to finish also merges its splits (_merge_token: kernel_merge's arithmetic), so a step is
+           one launch.
 Why        Triton loads and decodes the record tile once per MMA operand layout, and its mma v2 layout holds
            each value in two warps (docs/mqa_decode.md, the instruction census). Here the layouts are explicit:
            the raw record bytes of a 64-slot tile are loaded in a blocked layout (16 fp8 codes or 8 e2m1 pairs per
@@ -19,7 +18,7 @@ Warps      4 (one warpgroup) or 8: two warpgroups split the heads of S^T and the
            is prepared; rows of invalid slots zero-filled).
 Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, page_size, stride] uint8;
            swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
-           the fused merge, COUNT [T] int32 counter words (zero before the launch, zero after), SINK, OUT, LSE,
+           the fused merge, COUNT [T] int32 arrival counters (zero before the launch, zero after), SINK, OUT, LSE,
            O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16.
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
            from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
@@ -513,139 +512,54 @@ def _first_tile(CACHE, stride_rec, IDX_ROW, p0, p_end, first, slot, ok, q_smem, 
 
 
 @gluon.jit
-def _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, c, stride_ms, stride_as, H: gl.constexpr,
-                 DC: gl.constexpr, MB: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
-                 WRITE_F32: gl.constexpr, L3: gl.constexpr, Lo: gl.constexpr):
-    """The finishing merge of token t's output dims c * DC .. c * DC + DC - 1 for all H heads (kernel_merge's
-    arithmetic; DC = 512: the whole token): the splits' partials MB at a time (each batch's m, l and accumulators
-    loaded at once: one round trip to L2 per batch), online over the batches in split order (deterministic whichever
-    program runs it), the sink, the RoPE dims among them rotated back, bf16 output, (WRITE_F32) the fp32 output,
-    and with chunk 0 the LSE. L3: the [MB, H, DC] layout, each thread holding its elements of all MB splits; Lo: the
-    [H, DC] layout it reduces to. Partials are read past L1 (.cg)."""
+def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H: gl.constexpr,
+                 SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, Lo: gl.constexpr):
+    """The finishing merge of token t (kernel_merge's arithmetic), run by the token's last program to finish: the
+    splits' partials in split order (deterministic whichever program runs it), the sink, the output's RoPE dims
+    rotated back, bf16 output, LSE and (WRITE_F32) the fp32 output. Partials are read past L1 (.cg)."""
     S = gl.num_programs(1)
-    Lw: gl.constexpr = gl.SliceLayout(2, L3)  # [MB, H]
-    Lr: gl.constexpr = gl.SliceLayout(0, L3)  # [H, DC]
-    sb = gl.arange(0, MB, layout=gl.SliceLayout(1, Lw))
-    hw = gl.arange(0, H, layout=gl.SliceLayout(0, Lw))
-    hr = gl.arange(0, H, layout=gl.SliceLayout(1, Lr))
-    dr = c * DC + gl.arange(0, DC, layout=gl.SliceLayout(0, Lr))
+    hm = gl.arange(0, H, layout=gl.SliceLayout(1, Lo))
+    dm = gl.arange(0, 512, layout=gl.SliceLayout(0, Lo))
     row0 = t.to(gl.int64) * H
-    offs = (row0 + hr)[:, None] * 512 + dr[None, :]  # [H, DC]
-    big = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, Lw))
-    if SINK_ON:  # the running maximum starts at the sink (as kernel_merge's)
-        sk = gl.load(SINK + hw)
+    big = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(1, Lo))
+    for s in range(S):
+        big = gl.maximum(big, gl.load(M_OUT + s * stride_ms + row0 + hm, cache_modifier=".cg"))
+    if SINK_ON:
+        sk = gl.load(SINK + hm)
         big = gl.maximum(big, sk)
-    total = gl.zeros([H], gl.float32, layout=gl.SliceLayout(0, Lw))
-    o = gl.zeros([H, DC], gl.float32, layout=Lr)
-    for s0 in range(0, S, MB):
-        ss = s0 + sb
-        sok = ss < S
-        mw = gl.load(M_OUT + ss[:, None] * stride_ms + row0 + hw[None, :], mask=sok[:, None], other=float("-inf"),
-                     cache_modifier=".cg")
-        lw = gl.load(L_OUT + ss[:, None] * stride_ms + row0 + hw[None, :], mask=sok[:, None], other=0.0,
-                     cache_modifier=".cg")
-        s3 = gl.convert_layout(ss, gl.SliceLayout(1, gl.SliceLayout(2, L3)), assert_trivial=True)
-        a = gl.load(ACC_OUT + s3[:, None, None] * stride_as + offs[None, :, :], mask=(s3 < S)[:, None, None],
-                    other=0.0, cache_modifier=".cg")
-        new_big = gl.maximum(big, gl.max(mw, 0))
-        nb_safe = gl.where(new_big == float("-inf"), 0.0, new_big)
-        keep = gl.where(big == float("-inf"), 0.0, gl.exp(gl.where(big == float("-inf"), 0.0, big) - nb_safe))
-        w = gl.where(mw == float("-inf"), 0.0, gl.exp(mw - nb_safe[None, :]))
-        total = total * keep + gl.sum(lw * w, 0)
-        keep_r = gl.convert_layout(keep, gl.SliceLayout(1, Lr), assert_trivial=True)
-        o = o * keep_r[:, None] + gl.sum(a * w[:, :, None], 0)
-        big = new_big
     big_safe = gl.where(big == float("-inf"), 0.0, big)
+    total = gl.zeros([H], gl.float32, layout=gl.SliceLayout(1, Lo))
+    o = gl.zeros([H, 512], gl.float32, layout=Lo)
+    offs = (row0 + hm)[:, None] * 512 + dm[None, :]
+    a = gl.load(ACC_OUT + offs, cache_modifier=".cg")
+    for s in range(S):  # split s + 1's accumulator is in flight while split s is added
+        a_next = gl.load(ACC_OUT + (s + 1) * stride_as + offs, mask=(s + 1 < S) & (offs >= 0), other=0.0,
+                         cache_modifier=".cg")
+        ms = gl.load(M_OUT + s * stride_ms + row0 + hm, cache_modifier=".cg")
+        ls = gl.load(L_OUT + s * stride_ms + row0 + hm, cache_modifier=".cg")
+        w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - big_safe))
+        total = total + ls * w
+        o = o + a * w[:, None]
+        a = a_next
     if SINK_ON:
         total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
     nonempty = total > 0
     den = gl.where(nonempty, total, 1.0)
-    o = gl.convert_layout(o, Lo, assert_trivial=True)
-    den_o = gl.convert_layout(den, gl.SliceLayout(1, Lo), assert_trivial=True)
-    ne_o = gl.convert_layout(nonempty, gl.SliceLayout(1, Lo), assert_trivial=True)
-    o = gl.where(ne_o[:, None], o / den_o[:, None], 0.0)
-    hm = gl.arange(0, H, layout=gl.SliceLayout(1, Lo))
-    dm = c * DC + gl.arange(0, DC, layout=gl.SliceLayout(0, Lo))
+    o = gl.where(nonempty[:, None], o / den[:, None], 0.0)
     if ROPE_UNDO:  # dims 448 + 2i, 449 + 2i rotated by minus the angle: even o c + o' s, odd o c - o' s
         dd = dm[None, :] + 0 * hm[:, None]
         rope = dd >= 448
         i = gl.where(rope, (dd - 448) // 2, 0)
-        cs = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
+        c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
         sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
-        ev, od = gl.split(gl.reshape(o, [H, DC // 2, 2]))
-        partner = gl.convert_layout(gl.reshape(gl.join(od, ev), [H, DC]), Lo, assert_trivial=True)
-        o = o * cs + gl.where(dd % 2 == 0, partner, -partner) * sn
+        ev, od = gl.split(gl.reshape(o, [H, 256, 2]))
+        partner = gl.convert_layout(gl.reshape(gl.join(od, ev), [H, 512]), Lo, assert_trivial=True)
+        o = o * c + gl.where(dd % 2 == 0, partner, -partner) * sn
     dst = (row0 + hm)[:, None] * 512 + dm[None, :]
     gl.store(OUT + dst, o.to(gl.bfloat16))
     if WRITE_F32:
         gl.store(O32 + dst, o)
-    gl.store(LSE + row0 + hw, gl.where(nonempty, big_safe + gl.log(den), float("-inf")), mask=(c == 0) & (hw >= 0))
-
-
-@gluon.jit
-def _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as,
-                H: gl.constexpr, CHUNKS: gl.constexpr, POLLS: gl.constexpr, SINK_ON: gl.constexpr,
-                ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr, MB: gl.constexpr, L3: gl.constexpr,
-                Lc: gl.constexpr, DIAG: gl.constexpr = 0):
-    """The cooperative finishing merge (FUSED_MERGE 2): every program of token t has stored its partials; program
-    c < CHUNKS merges output dims c * 512 / CHUNKS onwards once all S splits have arrived, so the merge runs on
-    CHUNKS programs at once instead of on the last one alone.
-
-    Protocol on the token's counter word (zero before the launch, zero after): bits 0-7 count the arrivals, bit
-    8 + c marks chunk c abandoned.
-      arrive   after a barrier (every thread's partial stores before it), atomic add 1 (release at GPU scope); the
-               value it returns gives the program's arrival number;
-      last     the last to arrive (its add returns S - 1 arrivals and the abandoned bits as they stood) zeroes the
-               word for the next launch (an exchange: an atomic read-modify-write, so the release of every arrival
-               reaches whoever reads the zero), then merges its own chunk and every abandoned one;
-      owner    a program c < CHUNKS that did not arrive last polls the word (acquire) up to POLLS times until it
-               shows S arrivals or fewer than its own (zeroed: all have arrived), then merges chunk c. If neither by
-               then, it abandons chunk c by a compare-and-swap that expects the word as last read (fewer than S
-               arrivals), so an abandon and the last arrival are ordered on the one word; if the swap fails because
-               all have arrived, it merges chunk c after all.
-    No program waits for one that has not started: a program that runs out of polls leaves, so the merge finishes
-    whether or not the token's programs are resident together (they are, when the launch fits one wave of the GPU;
-    then no chunk is abandoned). Each chunk is merged exactly once, in split order whichever program merges it."""
-    S = gl.num_programs(1)
-    DC: gl.constexpr = 512 // CHUNKS
-    W0 = COUNT + t
-    if DIAG == 2:  # diagnostics, wrong by design: each owner merges its chunk at once, no counter
-        if split < CHUNKS:
-            _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
-                         DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
-        return
-    gl.thread_barrier()
-    old = gl.atomic_add(W0, 1, sem="acq_rel", scope="gpu")
-    mine = (old & 255) + 1
-    if DIAG == 1:  # diagnostics, wrong by design: the arrivals and the reset alone, no merge
-        if mine == S:
-            gl.atomic_xchg(W0, 0, sem="relaxed", scope="gpu")
-        return
-    if mine == S:  # the last to arrive: the word zeroed, then its own chunk and every abandoned one
-        gl.atomic_xchg(W0, 0, sem="relaxed", scope="gpu")
-        if split < CHUNKS:
-            _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
-                         DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
-        for c in range(CHUNKS):
-            if ((old >> (8 + c)) & 1) != 0:
-                _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, c, stride_ms, stride_as,
-                             H, DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
-    elif split < CHUNKS:
-        word = old + 1
-        n = 0
-        while ((word & 255) >= mine) & ((word & 255) < S) & (n < POLLS):
-            word = gl.atomic_add(W0, 0, sem="acquire", scope="gpu")
-            n += 1
-        while ((word & 255) >= mine) & ((word & 255) < S):  # out of polls: abandon, unless all arrive first
-            seen = gl.atomic_cas(W0, word, word | (256 << split), sem="acq_rel", scope="gpu")
-            if seen == word:
-                word = S  # abandoned (the loop ends; the merge below is skipped)
-                n = -1
-            else:
-                word = seen
-        if n >= 0:
-            _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
-                         DC, MB, SINK_ON, ROPE_UNDO, WRITE_F32, L3, Lc)
+    gl.store(LSE + row0 + hm, gl.where(nonempty, big_safe + gl.log(den), float("-inf")))
 
 
 @gluon.jit
@@ -658,8 +572,7 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
-    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CHUNKS: gl.constexpr = 1,
-    COOP_POLLS: gl.constexpr = 4096, COOP_DIAG: gl.constexpr = 0,
+    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -829,7 +742,7 @@ def mqa_swapab_gluon_kernel(
     ho = gl.arange(0, H, layout=gl.SliceLayout(0, o_l))
     do = gl.arange(0, 512, layout=gl.SliceLayout(1, o_l))
     gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
-    if FUSED_MERGE == 1:
+    if FUSED_MERGE:
         # one launch: the token's last program to finish merges its splits. Every thread's partial stores are
         # ordered before the arrival (barrier, then a release at GPU scope); the arrival's acquire orders the
         # merge's loads after every other program's stores. The last program also resets the counter to zero
@@ -837,19 +750,6 @@ def mqa_swapab_gluon_kernel(
         gl.thread_barrier()
         arrived = gl.atomic_add(COUNT + t, 1, sem="acq_rel", scope="gpu")
         if arrived == gl.num_programs(1) - 1:
-            # the splits merged MB at a time, at most 64 of a batch's accumulator values per thread: [MB, H, 512]
-            MB1: gl.constexpr = max(1, min(8, (64 * 32 * NW) // (H * 512)))
-            L3m: gl.constexpr = gl.BlockedLayout([MB1, 1, 4], [1, 1, 32], [1, NW, 1], [2, 1, 0])
-            _merge_chunk(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, 0, stride_ms, stride_as, H, 512,
-                         MB1, SINK_ON, ROPE_UNDO, WRITE_F32, L3m, Lo)
+            _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, stride_ms, stride_as, H,
+                         SINK_ON, ROPE_UNDO, WRITE_F32, Lo)
             gl.store(COUNT + t, 0)
-    elif FUSED_MERGE == 2:  # one launch, the merge spread over the token's first CHUNKS programs (_coop_merge)
-        gl.static_assert(512 % CHUNKS == 0, "CHUNKS: 1, 2, 4 or 8")
-        TD: gl.constexpr = 32 if 512 // CHUNKS >= 128 else (512 // CHUNKS) // 4
-        Lc: gl.constexpr = gl.BlockedLayout([1, 4], [32 // TD, TD], [NW, 1], [1, 0])  # [H, 512 / CHUNKS]
-        # the splits merged MB at a time (each batch one round trip to L2), at most 128 of a batch's accumulator
-        # values per thread (the list loops' registers are free by then): [MB, H, 512 / CHUNKS]
-        MB2: gl.constexpr = max(1, min(16, (128 * 32 * NW * CHUNKS) // (H * 512)))
-        L3m: gl.constexpr = gl.BlockedLayout([MB2, 1, 4], [1, 32 // TD, TD], [1, NW, 1], [2, 1, 0])
-        _coop_merge(COUNT, M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, split, stride_ms, stride_as, H,
-                    CHUNKS, COOP_POLLS, SINK_ON, ROPE_UNDO, WRITE_F32, MB2, L3m, Lc, COOP_DIAG)

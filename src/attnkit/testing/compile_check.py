@@ -386,16 +386,6 @@ def _variants():
                         dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                              ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), **flags),
                         dict(num_warps=8)))
-    # the option gluon_coop_merge (the fused merge spread over a token's first programs), at 8 / 4 / 2 chunks (10, 5
-    # and 2 splits a token: 1-8, 16 and 64 tokens at the default lists), as the rule's early loops, loads first and
-    # prologue compile
-    for H, nv, chunks in ((16, False, 8), (16, 2, 8), (32, False, 8), (32, 2, 8), (16, False, 4), (32, 2, 2)):
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused2 async0 early" + (" banks" if nv else "")
-                    + f" loads_first prologue1 coop{chunks}", mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=2, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
-                         PROLOGUE=1, CHUNKS=chunks), dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
