@@ -275,3 +275,14 @@ def test_ids_early_issues_the_first_ids_before_the_first_barrier():
     got = _compiled(f"[[cc.loads_by_barrier(x + s) for s in ('', ' ids_early')] for x in {names!r}]")
     for name, (plain, early) in zip(names, got):
         assert early[0] >= plain[0] + 16 and sum(early[1:]) + 16 <= sum(plain[1:]), (name, plain, early)
+
+
+def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
+    """headpad_ids_early (mqa_decode's head-padded kernel): both lists' first slot ids load before the first barrier,
+    with the query's; without it the first tile's ids wait behind the query's layout barriers (the check fails
+    there), at 256 and 512 output dims, fp8 and nvfp4."""
+    names = ["mqa_headpad out_dc256 nvfp40", "mqa_headpad out_dc512 nvfp41"]
+    got = _compiled(f"[[cc.loads_by_barrier(x + s) for s in ('', ' ids_early')] for x in {names!r}]")
+    for name, (plain, early) in zip(names, got):
+        assert plain[0] <= 17 and early[0] >= plain[0] + 16, (name, plain, early)
+        assert sum(early[1:]) <= sum(plain[1:]), (name, plain, early)

@@ -61,6 +61,63 @@ def test_merge_output_chunks(merge_dc, block_s, device):
         call(96)
 
 
+@pytest.mark.parametrize("warps", [1, 2, 8, 16])
+def test_merge_warps_give_the_same_bits(warps, device):
+    """merge_warps: the finishing merge's warps per program change which thread sums which output dims, not the
+    order of the splits in a dim's sum, so the output and LSE are the same bits as the rule's; the keyword beats
+    ATTNKIT_MQA_MERGE_WARPS, a bad value is refused by name, and the launch key carries the warps."""
+    from attnkit.mqa_decode import interface as I
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 6)
+    for kernel in ("headpad", "swapab"):
+        a = mqa_headpad_call(inp, kernel=kernel, num_splits=3)
+        n0 = len(I.LAUNCHED_KEYS)
+        b = mqa_headpad_call(inp, kernel=kernel, num_splits=3, merge_warps=warps)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), kernel
+        assert [k for k in I.LAUNCHED_KEYS[n0:] if k[0].startswith("merge")][0][2] == warps
+    with pytest.raises(ValueError, match="merge_warps"):
+        mqa_headpad_call(inp, merge_warps=3)
+
+
+def test_merge_warps_environment(monkeypatch):
+    from attnkit.mqa_decode.config import MERGE_WARPS, merge_warps
+    assert [merge_warps(dc) for dc in (64, 128, 256, 512)] == [2, 2, 4, 8] and merge_warps(256, 8) == 8
+    monkeypatch.setenv("ATTNKIT_MQA_MERGE_WARPS", "2")
+    assert MERGE_WARPS.resolve(None) == 2 and MERGE_WARPS.resolve(8) == 8
+    for bad in ("2.0", "0", "17", "two"):
+        monkeypatch.setenv("ATTNKIT_MQA_MERGE_WARPS", bad)
+        with pytest.raises(ValueError, match="ATTNKIT_MQA_MERGE_WARPS"):
+            MERGE_WARPS.resolve(None)
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(num_splits=1), dict(num_splits=3), dict(num_splits=7)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4"])
+def test_headpad_ids_early_gives_the_same_bits(case, opts, device):
+    """headpad_ids_early loads the first tiles' slot ids before the query and each next tile's before the current
+    tile's records: the same tiles in the same order (splits that start in either list, span both or hold one), so
+    the same output and LSE bits; ATTNKIT_MQA_HEADPAD_IDS_EARLY's grammar and the launch key."""
+    from attnkit.mqa_decode import interface as I
+    inp = make_inputs(shapes.get(case), device, 19)
+    a = mqa_headpad_call(inp, kernel="headpad", **opts)
+    n0 = len(I.LAUNCHED_KEYS)
+    b = mqa_headpad_call(inp, kernel="headpad", headpad_ids_early=True, **opts)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert "_idsearly" in I.LAUNCHED_KEYS[n0][0]
+    c = mqa_headpad_call(inp, kernel="headpad", headpad_ids_early=True, perturb="slot-tile-lost", **opts)
+    assert not torch.equal(a[0], c[0])  # the perturbation still drops a tile on this path
+
+
+def test_headpad_ids_early_option(monkeypatch):
+    from attnkit.mqa_decode.config import headpad_plan
+    assert not headpad_plan(1, 16, 640, 132, None, "cuda").ids_early  # the default until timed
+    assert headpad_plan(1, 16, 640, 132, None, "cuda", ids_early=True).ids_early
+    monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_IDS_EARLY", "1")
+    assert headpad_plan(1, 16, 640, 132, None, "cuda").ids_early
+    assert not headpad_plan(1, 16, 640, 132, None, "cuda", ids_early=False).ids_early
+    monkeypatch.setenv("ATTNKIT_MQA_HEADPAD_IDS_EARLY", "true")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_HEADPAD_IDS_EARLY"):
+        headpad_plan(1, 16, 640, 132, None, "cuda")
+
+
 def test_headpad_deterministic(device):
     inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 4)
     a, b = mqa_headpad_call(inp), mqa_headpad_call(inp)

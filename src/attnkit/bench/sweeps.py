@@ -1065,6 +1065,33 @@ SWEEPS["mqa-gluon-prologue"] = Sweep(
      ("step-prologue1", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_prologue=1))))
 
 
+SWEEPS["mqa-merge-warps"] = Sweep(
+    "mqa_decode", "the finishing merge's warps per program (merge_warps) against its rule (4 at the swap-AB kernel's 256 "
+    "dims, 8 at the head-padded kernel's 512), both kernels, attention with its merge, 16 / 32 heads x 1-8 tokens x "
+    "fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 8)),
+    (("headpad", dict(kernel="headpad")),
+     ("headpad-mw4", dict(kernel="headpad", merge_warps=4)),
+     ("headpad-mw16", dict(kernel="headpad", merge_warps=16)),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("mw2", dict(kernel="swapab", gluon=True, merge_warps=2)),
+     ("mw8", dict(kernel="swapab", gluon=True, merge_warps=8))))
+
+
+SWEEPS["mqa-headpad-ids-early"] = Sweep(
+    "mqa_decode", "the head-padded kernel with its first tiles' slot ids loaded before the query (headpad_ids_early) "
+    "against its rule, attention with its merge and whole steps, 16 / 32 / 64 heads x 1-16 tokens x fp8 / nvfp4; "
+    "swap-AB's rule for the ratio the targets name",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)) + tuple(f"mqa_decode-step-h64-t{t}-{f}" for f in ("fp8", "nvfp4")
+                                                   for t in (1, 4, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("headpad-ids-early", dict(kernel="headpad", headpad_ids_early=True)),
+     ("swapab", dict(kernel="swapab", gluon=True)),
+     ("step-headpad", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True)),
+     ("step-headpad-ids-early", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True,
+                                     headpad_ids_early=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

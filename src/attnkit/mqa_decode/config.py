@@ -41,6 +41,15 @@ HEADPAD_STAGES = IntOption("headpad_stages", "ATTNKIT_MQA_HEADPAD_STAGES", 1, 1,
 # 16 slots 792 / 160, at 256 dims 672 / 56; compile_check).
 HEADPAD_BLOCK_N = IntOption("headpad_block_n", "ATTNKIT_MQA_HEADPAD_BLOCK_N", 32, 16, 64,
                             "slots per head-padded tile (16, 32 or 64)")
+# The head-padded kernel's first tiles' slot ids (headpad_ids_early). In the sm_90 SASS (compile_check.
+# loads_by_barrier, tests/test_compile_sm90.py) its 17 loads before the first barrier are the query's and its RoPE
+# inputs'; the first tile's slot ids wait behind the query's 15 layout barriers (the 16 loads of stretch 15: ids
+# and records), so the program's first records follow two round trips to memory (the query's, then the ids'). With
+# the option both lists' first slot ids are loaded before the query, and each next tile's before the current tile's
+# records (the Gluon kernel's gluon_early and gluon_prefetch): the same tiles in the same order, the same bits.
+HEADPAD_IDS_EARLY = Switch("headpad_ids_early", "ATTNKIT_MQA_HEADPAD_IDS_EARLY", False,
+                           "head-padded kernel: the first tiles' slot ids loaded before the query, each next tile's "
+                           "before the current tile's records (the same bits); default off (not yet timed)")
 DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
                         "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
@@ -87,9 +96,15 @@ def merge_dc_rule(kernel: str, T: int, H: int) -> int:
     return MERGE_DC_SWAPAB if kernel == "swapab" and T not in MERGE_DC_SWAPAB_512_TOKENS else 512
 
 
-def merge_warps(merge_dc: int) -> int:
-    """Warps per merge program: 8 at 512 dims (the merge as measured before the option), 4 / 2 / 2 below."""
-    return max(2, min(8, merge_dc // 64))
+def merge_warps(merge_dc: int, warps: int | None = None) -> int:
+    """Warps per merge program: 8 at 512 dims (the merge as measured before the option), 4 / 2 / 2 below; an
+    explicit MERGE_WARPS (``warps``) overrides it."""
+    return warps or max(2, min(8, merge_dc // 64))
+
+
+MERGE_WARPS = IntOption("merge_warps", "ATTNKIT_MQA_MERGE_WARPS", None, 1, 16,
+                        "warps per program of the finishing merge (1, 2, 4, 8 or 16); default: the rule "
+                        "(config.merge_warps: 8 at 512 dims, 4 at 256, 2 below)")
 
 
 SWAPAB_WARPS = IntOption("num_warps", "ATTNKIT_MQA_SWAPAB_WARPS", 8, 4, 8, "warps per swap-AB program (4 or 8)")
@@ -106,6 +121,7 @@ class HeadpadPlan:
     slots_per_split: int
     num_warps: int
     num_stages: int = 1  # Triton num_stages of the tile loop (HEADPAD_STAGES)
+    ids_early: bool = False  # the first tiles' slot ids loaded before the query (HEADPAD_IDS_EARLY)
 
 
 # One program per SM is resident (255 registers x 256 threads, compile_check), so a launch of
@@ -147,7 +163,7 @@ def _splits(T: int, programs_per_split: int, tiles: int, sm_count: int, num_spli
 
 def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | None, device_type: str,
                  out_dc: int | None = None, stages: int | None = None, block_n: int | None = None,
-                 comp_format: str = "fp8") -> HeadpadPlan:
+                 comp_format: str = "fp8", ids_early: bool | None = None) -> HeadpadPlan:
     block_n = HEADPAD_BLOCK_N.resolve(block_n)
     if block_n not in (16, 32, 64):
         raise ValueError(f"headpad_block_n: must be 16, 32 or 64, got {block_n}")
@@ -160,7 +176,8 @@ def headpad_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | 
     tiles = max(1, -(-n_slots // block_n))
     splits, per = _splits(T, -(-H // 64) * (512 // out_dc), tiles, sm_count, num_splits)
     return HeadpadPlan(block_h=64, block_n=block_n, out_dc=out_dc, num_splits=splits, slots_per_split=per * block_n,
-                       num_warps=8 if device_type == "cuda" else 4, num_stages=stages)
+                       num_warps=8 if device_type == "cuda" else 4, num_stages=stages,
+                       ids_early=bool(HEADPAD_IDS_EARLY.resolve(ids_early)))
 
 
 SWAPAB_HEADS = (16, 32)

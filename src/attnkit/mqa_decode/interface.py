@@ -71,6 +71,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
            + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else ""))
           if getattr(plan, "gluon", False) else "")
+    gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt) + (
@@ -86,9 +87,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         merge_dc=None,
+                         merge_dc=None, merge_warps=None,
                          merge_early=None, headpad_stages=None,
-                         headpad_block_n=None,
+                         headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
                          _perturb=None, _pdl_skip_wait=False,
                          _return_fp32=False,
@@ -132,10 +133,14 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     headpad_stages: software-pipeline stages of the head-padded tile loop (Triton num_stages, 1 to 4; default
     ``ATTNKIT_MQA_HEADPAD_STAGES`` or 1: the record codes loaded into registers, 3-11 % faster than Triton's
     default 3 in the mqa-headpad-stages sweep). headpad_block_n: slots per head-padded tile, 16 / 32 / 64 (default
-    ``ATTNKIT_MQA_HEADPAD_BLOCK_N`` or 32).
+    ``ATTNKIT_MQA_HEADPAD_BLOCK_N`` or 32). headpad_ids_early (else ``ATTNKIT_MQA_HEADPAD_IDS_EARLY``, default off):
+    the head-padded kernel loads the first tiles' slot ids before the query and each next tile's before the current
+    tile's records (the same bits).
     merge_dc: output dims per program of the finishing merge, 64 / 128 / 256 / 512 (default
     ``ATTNKIT_MQA_MERGE_DC`` or the rule ``config.merge_dc_rule``: 256 for the swap-AB kernel but from 9 to 31
     tokens, else 512).
+    merge_warps: warps per merge program, 1 / 2 / 4 / 8 / 16 (default ``ATTNKIT_MQA_MERGE_WARPS`` or the rule
+    ``config.merge_warps``: 8 at 512 dims, 4 at 256, 2 below).
     merge_early (else ``ATTNKIT_MQA_MERGE_EARLY``): the merge reads the sink, the token's position and its cos /
     sin at entry (under pdl before it waits for the attention kernel, which writes none of them) instead of after
     its loop over the splits; the same bits.
@@ -195,14 +200,17 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY, PDL_EARLY_INPUTS,
+    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY, MERGE_WARPS,
+                         PDL_EARLY_INPUTS,
                          SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
-                         headpad_plan, merge_dc_rule, merge_warps, swapab_plan, use_swapab)
+                         headpad_plan, merge_dc_rule, merge_warps as merge_warps_rule, swapab_plan,
+                         use_swapab)
     require(kernel in (None, "headpad", "swapab"), "kernel", f"must be None, 'headpad' or 'swapab', got {kernel!r}")
     use_gluon = SWAPAB_GLUON.resolve(gluon)
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
     m_early = MERGE_EARLY.resolve(merge_early)  # a bad value raises here, also where the merge is fused
+    mw_opt = MERGE_WARPS.resolve(merge_warps)
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
@@ -240,7 +248,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
-                            comp_format)
+                            comp_format, headpad_ids_early)
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
     if workspace is None:
@@ -301,19 +309,22 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         n_hb = -(-H // plan.block_h)
         mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
             *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
-            num_warps=plan.num_warps, num_stages=plan.num_stages, PDL=use_pdl, PDL_EARLY=pdl_early_mode, **common,
+            num_warps=plan.num_warps, num_stages=plan.num_stages, PDL=use_pdl, PDL_EARLY=pdl_early_mode,
+            IDS_EARLY=plan.ids_early, **common,
             **pl)
     from .kernel_merge import mqa_merge_kernel
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
+        mw = merge_warps_rule(mdc, mw_opt)
+        require(mw in (1, 2, 4, 8, 16), "merge_warps", f"must be 1, 2, 4, 8 or 16, got {mw}")
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
         LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,
-                              merge_warps(mdc), want32))
+                              mw, want32))
         mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
                                BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
                                ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, BLOCK_D=mdc,
                                EARLY=m_early,
-                               num_warps=merge_warps(mdc),
+                               num_warps=mw,
                                **pl)
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
@@ -387,7 +398,8 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
-                      headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None,
+                      headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
+                      headpad_ids_early=None,
                       gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
@@ -411,6 +423,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              gluon_e2m1_bits=gluon_e2m1_bits, gluon_half=gluon_half, pdl=pdl,
                              pdl_early_inputs=pdl_early_inputs, headpad_stages=headpad_stages,
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
+                             merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                              gluon_prologue=gluon_prologue)
         keys.update(LAUNCHED_KEYS[n0:])

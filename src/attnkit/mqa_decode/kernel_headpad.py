@@ -25,6 +25,28 @@ def _headpad_tile(CACHE, IDX_ROW, p0, p1, first, stride_rec, q, h_ok, m_i, l_i, 
                   BLOCK_N: tl.constexpr, OUT_DC: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr,
                   DOT_F32: tl.constexpr):
     slot, ok = tile_slots(IDX_ROW, p0, p1, first, BLOCK_N, PERTURB)
+    return _headpad_tile_at(CACHE, slot, ok, stride_rec, q, h_ok, m_i, l_i, acc, sm_scale, oc, BLOCK_N, OUT_DC, NVFP4,
+                            PERTURB, DOT_F32)
+
+
+@triton.jit
+def _headpad_list_early(CACHE, IDX_ROW, p_start, p_end, first, stride_rec, q, h_ok, m_i, l_i, acc, sm_scale, oc,
+                        slot, ok, BLOCK_N: tl.constexpr, OUT_DC: tl.constexpr, NVFP4: tl.constexpr,
+                        PERTURB: tl.constexpr, DOT_F32: tl.constexpr):
+    """A list's tiles with IDS_EARLY: the first tile's slot ids (slot, ok) were loaded before the query; each next
+    tile's are loaded before the current tile's records."""
+    for p0 in range(p_start, p_end, BLOCK_N):
+        slot_n, ok_n = tile_slots(IDX_ROW, p0 + BLOCK_N, p_end, first, BLOCK_N, PERTURB)
+        m_i, l_i, acc = _headpad_tile_at(CACHE, slot, ok, stride_rec, q, h_ok, m_i, l_i, acc, sm_scale, oc, BLOCK_N,
+                                         OUT_DC, NVFP4, PERTURB, DOT_F32)
+        slot, ok = slot_n, ok_n
+    return m_i, l_i, acc
+
+
+@triton.jit
+def _headpad_tile_at(CACHE, slot, ok, stride_rec, q, h_ok, m_i, l_i, acc, sm_scale, oc,
+                     BLOCK_N: tl.constexpr, OUT_DC: tl.constexpr, NVFP4: tl.constexpr, PERTURB: tl.constexpr,
+                     DOT_F32: tl.constexpr):
     kv = dequant_rows(CACHE, slot, ok, stride_rec, 0, 512, BLOCK_N, NVFP4, PERTURB)  # [BLOCK_N, 512]
     if DOT_F32:  # the interpreter multiplies bf16 bit patterns: widen the exact bf16 values
         s = tl.dot(q.to(tl.float32), tl.trans(kv.to(tl.float32)), input_precision="ieee")
@@ -55,8 +77,11 @@ def mqa_headpad_kernel(
     stride_qt, stride_qh, stride_swa, stride_comp, stride_wt, stride_kt, stride_ms, stride_as,
     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, OUT_DC: tl.constexpr,
     NVFP4: tl.constexpr, PERTURB: tl.constexpr, DOT_F32: tl.constexpr, PDL: tl.constexpr = False,
-    PDL_EARLY: tl.constexpr = False,
+    PDL_EARLY: tl.constexpr = False, IDS_EARLY: tl.constexpr = False,
 ):
+    # IDS_EARLY: the first tiles' slot ids of both lists loaded before the query (their round trip overlaps the
+    # query's instead of following the query's layout barriers), each next tile's before the current tile's records;
+    # the same tiles in the same order, the same bits
     # PDL_EARLY (with PDL): the query is loaded and rotated before the wait for the previous grid, which must not
     # write q, positions or cos_sin (in a step: the record writer, which writes only records); 2: no wait at all, a
     # diagnostics variant that is wrong by design (the stress check must catch it)
@@ -72,6 +97,12 @@ def mqa_headpad_kernel(
     oc = hc % n_out
     heads = hb * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = heads < H
+    if IDS_EARLY:
+        e0 = split * slots_per_split
+        ew0, ew1, ec0, ec1 = list_range(e0, tl.minimum(e0 + slots_per_split, W + K), W)
+        slot_w, ok_w = tile_slots(SWA_IDX + t.to(tl.int64) * stride_wt, ew0, ew1, ew0, BLOCK_N, PERTURB)
+        slot_c, ok_c = tile_slots(COMP_IDX + t.to(tl.int64) * stride_kt, ec0, ec1, tl.where(e0 >= W, ec0, -1),
+                                  BLOCK_N, PERTURB)
     pos = tl.load(POS + t).to(tl.int64)
     q = rope_q(Q, COS_SIN, t, heads, h_ok, stride_qt, stride_qh, pos, True)  # [BLOCK_H, 512]
     if PDL_EARLY == 1:  # every record load and every global store comes after this wait
@@ -83,14 +114,20 @@ def mqa_headpad_kernel(
     l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, OUT_DC], dtype=tl.float32)
     swa_row = SWA_IDX + t.to(tl.int64) * stride_wt
-    for p0 in range(w0, w1, BLOCK_N):
-        m_i, l_i, acc = _headpad_tile(SWA, swa_row, p0, w1, w0, stride_swa, q, h_ok, m_i, l_i, acc, sm_scale, oc,
-                                      BLOCK_N, OUT_DC, False, PERTURB, DOT_F32)
     comp_row = COMP_IDX + t.to(tl.int64) * stride_kt
     first_c = tl.where(n0 >= W, c0, -1)
-    for p0 in range(c0, c1, BLOCK_N):
-        m_i, l_i, acc = _headpad_tile(COMP, comp_row, p0, c1, first_c, stride_comp, q, h_ok, m_i, l_i, acc, sm_scale,
-                                      oc, BLOCK_N, OUT_DC, NVFP4, PERTURB, DOT_F32)
+    if IDS_EARLY:
+        m_i, l_i, acc = _headpad_list_early(SWA, swa_row, w0, w1, w0, stride_swa, q, h_ok, m_i, l_i, acc, sm_scale,
+                                            oc, slot_w, ok_w, BLOCK_N, OUT_DC, False, PERTURB, DOT_F32)
+        m_i, l_i, acc = _headpad_list_early(COMP, comp_row, c0, c1, first_c, stride_comp, q, h_ok, m_i, l_i, acc,
+                                            sm_scale, oc, slot_c, ok_c, BLOCK_N, OUT_DC, NVFP4, PERTURB, DOT_F32)
+    else:
+        for p0 in range(w0, w1, BLOCK_N):
+            m_i, l_i, acc = _headpad_tile(SWA, swa_row, p0, w1, w0, stride_swa, q, h_ok, m_i, l_i, acc, sm_scale,
+                                          oc, BLOCK_N, OUT_DC, False, PERTURB, DOT_F32)
+        for p0 in range(c0, c1, BLOCK_N):
+            m_i, l_i, acc = _headpad_tile(COMP, comp_row, p0, c1, first_c, stride_comp, q, h_ok, m_i, l_i, acc,
+                                          sm_scale, oc, BLOCK_N, OUT_DC, NVFP4, PERTURB, DOT_F32)
     r = t.to(tl.int64) * H + heads
     if oc == 0:
         tl.store(M_OUT + split.to(tl.int64) * stride_ms + r, m_i, mask=h_ok)

@@ -301,6 +301,10 @@ def _variants():
             out.append((f"mqa_headpad out_dc{odc} nvfp4{int(nv)}", mqa_headpad_kernel, mqa_ptr,
                         dict(BLOCK_H=64, BLOCK_N=32, OUT_DC=odc, NVFP4=nv, PERTURB=0, DOT_F32=False),
                         dict(num_warps=8, num_stages=1)))  # as launched (config.HEADPAD_STAGES)
+        for odc in (256, 512):  # the option headpad_ids_early
+            out.append((f"mqa_headpad out_dc{odc} nvfp4{int(nv)} ids_early", mqa_headpad_kernel, mqa_ptr,
+                        dict(BLOCK_H=64, BLOCK_N=32, OUT_DC=odc, NVFP4=nv, PERTURB=0, DOT_F32=False, IDS_EARLY=True),
+                        dict(num_warps=8, num_stages=1)))
         for H, bn, w in ((16, 64, 8), (32, 64, 8), (16, 32, 8), (32, 32, 8), (16, 32, 4), (32, 32, 4)):
             out.append((f"mqa_swapab H{H} block_n{bn} warps{w} nvfp4{int(nv)}", mqa_swapab_kernel, mqa_ptr,
                         dict(H=H, BLOCK_N=bn, NVFP4=nv, PERTURB=0, DOT_F32=False), dict(num_warps=w)))
