@@ -68,10 +68,10 @@ def test_merge_warps_give_the_same_bits(warps, device):
     ATTNKIT_MQA_MERGE_WARPS, a bad value is refused by name, and the launch key carries the warps."""
     from attnkit.mqa_decode import interface as I
     inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 6)
-    for kernel in ("headpad", "swapab"):
-        a = mqa_headpad_call(inp, kernel=kernel, num_splits=3)
+    for kernel, kw in (("headpad", {}), ("swapab", dict(gluon_fused=False))):  # (the Gluon kernel's merge launched)
+        a = mqa_headpad_call(inp, kernel=kernel, num_splits=3, **kw)
         n0 = len(I.LAUNCHED_KEYS)
-        b = mqa_headpad_call(inp, kernel=kernel, num_splits=3, merge_warps=warps)
+        b = mqa_headpad_call(inp, kernel=kernel, num_splits=3, merge_warps=warps, **kw)
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), kernel
         assert [k for k in I.LAUNCHED_KEYS[n0:] if k[0].startswith("merge")][0][2] == warps
     with pytest.raises(ValueError, match="merge_warps"):
