@@ -46,10 +46,16 @@ HEADPAD_BLOCK_N = IntOption("headpad_block_n", "ATTNKIT_MQA_HEADPAD_BLOCK_N", 32
 # inputs'; the first tile's slot ids wait behind the query's 15 layout barriers (the 16 loads of stretch 15: ids
 # and records), so the program's first records follow two round trips to memory (the query's, then the ids'). With
 # the option both lists' first slot ids are loaded before the query, and each next tile's before the current tile's
-# records (the Gluon kernel's gluon_early and gluon_prefetch): the same tiles in the same order, the same bits.
+# records (the Gluon kernel's gluon_early and gluon_prefetch): the same tiles in the same order, the same bits. In the
+# SASS both lists' first ids then load before the first barrier (39 loads there against 17; 704 bytes of stack against
+# 672 at 256 output dims, fp8). Timed at d324854 (benchmarks/sweeps/h200-d324854/sweep-mqa-headpad-ids-early.json, 5
+# rounds, paired ÷ rule, 16 / 32 / 64 heads x 1-16 tokens): fp8 0.996-1.019, nvfp4 0.999-1.102 (1.029-1.102 from 2
+# tokens), whole steps alike. Off: the baseline loses nothing by its load order (so the swap-AB ratios are not those
+# of a baseline held back there).
 HEADPAD_IDS_EARLY = Switch("headpad_ids_early", "ATTNKIT_MQA_HEADPAD_IDS_EARLY", False,
                            "head-padded kernel: the first tiles' slot ids loaded before the query, each next tile's "
-                           "before the current tile's records (the same bits); default off (not yet timed)")
+                           "before the current tile's records (the same bits); default off (fp8 within 2 %, nvfp4 "
+                           "up to 10 % slower, sweep mqa-headpad-ids-early)")
 DIAG_ABLATE = IntOption("_ablate", "ATTNKIT_DIAG_MQA_ABLATE", 0, 0, 4,
                         "diagnostics only, wrong results: the swap-AB kernel with one stage left out, for timing "
                         "where its time goes (1: no record loads, 2: no dequantization, 3: no value product, "
@@ -102,6 +108,10 @@ def merge_warps(merge_dc: int, warps: int | None = None) -> int:
     return warps or max(2, min(8, merge_dc // 64))
 
 
+# Timed at d324854 (benchmarks/sweeps/h200-d324854/sweep-mqa-merge-warps.json, 5 rounds, paired ÷ rule, 16 / 32 heads x
+# 1-8 tokens, attention with its merge): swap-AB's merge at 2 warps 1.011-1.059 at 1-2 tokens, 0.996-1.029 at 4,
+# 0.958-0.979 at 8; at 8 warps 0.994-1.293; head-padded's at 4 warps 1.118-1.199 at 1-4 tokens, 0.982-0.998 at 8; at
+# 16 warps 1.023-1.087. The rule stays (a gain at 8 tokens alone).
 MERGE_WARPS = IntOption("merge_warps", "ATTNKIT_MQA_MERGE_WARPS", None, 1, 16,
                         "warps per program of the finishing merge (1, 2, 4, 8 or 16); default: the rule "
                         "(config.merge_warps: 8 at 512 dims, 4 at 256, 2 below)")
@@ -272,8 +282,8 @@ GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
 # rule 15.6 us, 2 / 3 / 4 splits fused 28.5 / 25.0 / 21.1, 3 splits apart 23.1; the same order on all 8 cases): a
 # program walks its tiles one after another, so the split rule's spread is what keeps the step short.
 GLUON_FUSED_MAX_SPLITS = 2
-# Tried at 94e4bfe-be9299f and removed (gluon_coop_merge): the fused merge spread over a token's programs instead of
-# its last one. Each program arrived on a per-token counter after its partial stores (barrier, then an atomic add
+# Tried at 94e4bfe-be9299f and removed (gluon_coop_merge; the second form of e9664db's gluon_coop, docs/mqa_decode.md):
+# the fused merge spread over a token's programs instead of its last one. Each program arrived on a per-token counter after its partial stores (barrier, then an atomic add
 # with release at GPU scope); the token's first CHUNKS programs (up to 8) polled it and each merged 512 / CHUNKS output
 # dims of every head, up to 16 splits' partials a load (a program that polled too long abandoned its chunk to the last
 # arrival by a compare-and-swap on the same word, so nothing waited on a program not started). Right on the H200
