@@ -51,7 +51,8 @@ HEADPAD_BLOCK_N = IntOption("headpad_block_n", "ATTNKIT_MQA_HEADPAD_BLOCK_N", 32
 # 672 at 256 output dims, fp8). Timed at d324854 (benchmarks/sweeps/h200-d324854/sweep-mqa-headpad-ids-early.json, 5
 # rounds, paired ÷ rule, 16 / 32 / 64 heads x 1-16 tokens): fp8 0.996-1.019, nvfp4 0.999-1.102 (1.029-1.102 from 2
 # tokens), whole steps alike. Off: the baseline loses nothing by its load order (so the swap-AB ratios are not those
-# of a baseline held back there).
+# of a baseline held back there). With the option off the kernel compiles to the sm_90 SASS it had before the option
+# (6e1d5ca; nvdisasm text hashed, 256 and 512 output dims), so its gates stand.
 HEADPAD_IDS_EARLY = Switch("headpad_ids_early", "ATTNKIT_MQA_HEADPAD_IDS_EARLY", False,
                            "head-padded kernel: the first tiles' slot ids loaded before the query, each next tile's "
                            "before the current tile's records (the same bits); default off (fp8 within 2 %, nvfp4 "

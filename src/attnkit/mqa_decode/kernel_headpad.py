@@ -114,9 +114,9 @@ def mqa_headpad_kernel(
     l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, OUT_DC], dtype=tl.float32)
     swa_row = SWA_IDX + t.to(tl.int64) * stride_wt
-    comp_row = COMP_IDX + t.to(tl.int64) * stride_kt
-    first_c = tl.where(n0 >= W, c0, -1)
     if IDS_EARLY:
+        comp_row = COMP_IDX + t.to(tl.int64) * stride_kt
+        first_c = tl.where(n0 >= W, c0, -1)
         m_i, l_i, acc = _headpad_list_early(SWA, swa_row, w0, w1, w0, stride_swa, q, h_ok, m_i, l_i, acc, sm_scale,
                                             oc, slot_w, ok_w, BLOCK_N, OUT_DC, False, PERTURB, DOT_F32)
         m_i, l_i, acc = _headpad_list_early(COMP, comp_row, c0, c1, first_c, stride_comp, q, h_ok, m_i, l_i, acc,
@@ -125,6 +125,8 @@ def mqa_headpad_kernel(
         for p0 in range(w0, w1, BLOCK_N):
             m_i, l_i, acc = _headpad_tile(SWA, swa_row, p0, w1, w0, stride_swa, q, h_ok, m_i, l_i, acc, sm_scale,
                                           oc, BLOCK_N, OUT_DC, False, PERTURB, DOT_F32)
+        comp_row = COMP_IDX + t.to(tl.int64) * stride_kt
+        first_c = tl.where(n0 >= W, c0, -1)
         for p0 in range(c0, c1, BLOCK_N):
             m_i, l_i, acc = _headpad_tile(COMP, comp_row, p0, c1, first_c, stride_comp, q, h_ok, m_i, l_i, acc,
                                           sm_scale, oc, BLOCK_N, OUT_DC, NVFP4, PERTURB, DOT_F32)
