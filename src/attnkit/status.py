@@ -22,8 +22,9 @@ KERNEL_PATHS = {
         ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca, launched with pdl at 1-2 "
          "tokens at 482fb9b, with its tile loop at one pipeline stage (3-11 % faster than Triton's default 3) at "
          "c6eeef9, with 256 output dims per program at 1-2 tokens (5-15 % faster there) at 58f7287, and with the merge's "
-         "own inputs read before it waits (merge_early: 1-2 % faster at 1-2 tokens) at 7153661; dispatched "
-         "for H other than 16 / 32, and for every H where the Gluon kernel cannot run)",
+         "own inputs read before it waits (merge_early: 1-2 % faster at 1-2 tokens) at 7153661; its first slot ids "
+         "loaded before the query (headpad_ids_early, off) no faster at d324854 (fp8 within 2 %, nvfp4 up to 10 % "
+         "slower); dispatched for H other than 16 / 32, and for every H where the Gluon kernel cannot run)",
          "implemented"),
         ("swap-AB in Gluon for sm_90 (slots on M, the 16 / 32 live heads on N, each record value decoded once into "
          "shared memory, nvfp4 decoded from its bits, warpgroup MMAs, the step's kernels launched as programmatic "
@@ -37,7 +38,7 @@ KERNEL_PATHS = {
          "during the insert (pdl_early_inputs, both kernels) 1.66-2.57x, 16-token step 15.1-15.4 us: the 2.2x / 1.8x "
          "and 10 us targets are met only in part (5 and 8 of 10 cases); 64 "
          "tokens 2.76-3.80x at f206dd4; half tiles (gluon_half, off) timed slower at f6c9ead; a cooperative merge "
-         "spread over a token's programs timed slower at e9664db and removed; two programs per SM with registers "
+         "spread over a token's programs timed slower at e9664db and, in a second form, at 94e4bfe, and removed; two programs per SM with registers "
          "capped (gluon_maxnreg, off) timed slower at a57b710; both slot lists in one loop (gluon_one_loop, off) no "
          "faster at 3d79a8e; a tile's record loads all before its first store (gluon_loads_first, on up to 47 "
          "tokens) 1-4 % faster at bc1461a; the query's loads and a one-tile split's records before the query's "
