@@ -284,8 +284,9 @@ GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
 # program walks its tiles one after another, so the split rule's spread is what keeps the step short.
 GLUON_FUSED_MAX_SPLITS = 2
 # Tried at 94e4bfe-be9299f and removed (gluon_coop_merge; the second form of e9664db's gluon_coop, docs/mqa_decode.md):
-# the fused merge spread over a token's programs instead of its last one. Each program arrived on a per-token counter after its partial stores (barrier, then an atomic add
-# with release at GPU scope); the token's first CHUNKS programs (up to 8) polled it and each merged 512 / CHUNKS output
+# the fused merge spread over a token's programs instead of its last one. Each program arrived on a per-token counter
+# after its partial stores (barrier, then an atomic add with release at GPU scope); the token's first CHUNKS programs
+# (up to 8) polled it and each merged 512 / CHUNKS output
 # dims of every head, up to 16 splits' partials a load (a program that polled too long abandoned its chunk to the last
 # arrival by a compare-and-swap on the same word, so nothing waited on a program not started). Right on the H200
 # (GPU tests against the merge kernel and the fp64 oracle, graph replays, the abandon path forced). Predicted: the

@@ -211,6 +211,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     prefetch = GLUON_PREFETCH.resolve(gluon_prefetch)
     m_early = MERGE_EARLY.resolve(merge_early)  # a bad value raises here, also where the merge is fused
     mw_opt = MERGE_WARPS.resolve(merge_warps)
+    require(mw_opt in (None, 1, 2, 4, 8, 16), "merge_warps", f"must be 1, 2, 4, 8 or 16, got {mw_opt}")
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
@@ -316,7 +317,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     if not fused:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         mw = merge_warps_rule(mdc, mw_opt)
-        require(mw in (1, 2, 4, 8, 16), "merge_warps", f"must be 1, 2, 4, 8 or 16, got {mw}")
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
         LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,
                               mw, want32))
