@@ -555,6 +555,32 @@ def test_gluon_one_loop_option(monkeypatch):
             swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=2, **opts)
 
 
+def test_gluon_cluster_plan(monkeypatch):
+    """gluon_cluster: off by default; on, a token's splits run as one cluster of the next power of two of CTAs (at
+    least 2, at most 16) and the merge is neither fused nor launched apart; refused with gluon_fused, beyond 16
+    splits, and for a bad ATTNKIT_MQA_GLUON_CLUSTER; the compile key names the cluster size."""
+    from attnkit.mqa_decode.config import swapab_plan
+    from attnkit.mqa_decode.interface import _key
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster == 0
+    for T, n_slots, splits, ctas in ((1, 640, 10, 16), (16, 640, 5, 8), (32, 640, 4, 4), (64, 640, 2, 2),
+                                     (1, 48, 1, 2), (2, 64, 1, 2)):
+        p = swapab_plan(T, 16, n_slots, 132, None, "cuda", gluon=True, gluon_cluster=True)
+        assert (p.num_splits, 1 << p.cluster, p.fused_merge) == (splits, ctas, False), (T, n_slots)
+        assert _key("swapab", 16, p, "fp8")[0].endswith(f"_cluster{ctas}")
+    assert swapab_plan(1, 16, 640, 132, 3, "cuda", gluon=True, gluon_cluster=True).cluster == 2  # 3 splits: 4 CTAs
+    with pytest.raises(ValueError, match="gluon_cluster"):
+        swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=True, fused_merge=True)
+    with pytest.raises(ValueError, match="gluon_cluster"):  # 1280 slots: the split rule gives 20
+        swapab_plan(1, 16, 1280, 132, None, "cuda", gluon=True, gluon_cluster=True)
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", "1")
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster == 4
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=False).cluster == 0
+    for bad in ("yes", "2", "true", " 1"):
+        monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", bad)
+        with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_CLUSTER"):
+            swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+
+
 def test_gluon_banks_rule(monkeypatch):
     """gluon_banks: on by default for nvfp4 compressed records, off for fp8 (config.GLUON_BANKS's sweep); the keyword
     and ATTNKIT_MQA_GLUON_BANKS override it both ways; never with gluon_async (off by the rule, refused if asked)."""
@@ -947,6 +973,66 @@ def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
     eager, _ = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_fused=True)
     assert torch.equal(out, eager)
     assert bool((ws[-T:].view(torch.int32) == 0).all())
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t16-fp8",
+                                  "mqa_decode-step-h32-t1-nvfp4"])
+def test_gluon_cluster_merge_matches_the_merge_kernel(case):
+    """gluon_cluster (the splits of a token one thread-block cluster that merges them after a cluster barrier) against
+    the same kernel with the merge launched apart: the same partials summed in another order, so within a bf16
+    rounding; the fp32 output and LSE within fp32 rounding; repeatable to the bit; no merge launch; and right by the
+    oracle's compare rule."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode.interface import LAUNCHED_KEYS
+    inp = make_inputs(shapes.get(case), "cuda", 17)
+    apart = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=False)
+    n0 = len(LAUNCHED_KEYS)
+    cl = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True) for _ in range(2)]
+    keys = LAUNCHED_KEYS[n0:]
+    assert len(keys) == 2 and all("_cluster" in k[0] for k in keys), keys
+    assert torch.equal(cl[0][0], cl[1][0]) and torch.equal(cl[0][1], cl[1][1])
+    assert (cl[0][0].float() - apart[0].float()).abs().max() <= 2 * apart[0].float().abs().max() * 2 ** -8
+    torch.testing.assert_close(cl[0][1], apart[1], rtol=1e-5, atol=1e-5)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(cl[0][0], ref, base, lse=cl[0][1], lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+@pytest.mark.cuda
+def test_gluon_cluster_merge_replays_in_a_step():
+    """The clustered attention captured as a step launches it (programmatic dependent launch, the query prepared
+    before the wait, the caller's workspace) replays to the eager bits, also after the inputs change in place; the
+    cluster merge writes the fp32 output (the MXFP8 path's input) too."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode import mqa_decode_attention
+    from attnkit.mqa_decode.interface import mqa_decode_workspace
+    inp = make_inputs(shapes.get("mqa_decode-model-t5-h32-nvfp4-partial"), "cuda", 19)
+    T, H = inp["q"].shape[0], inp["num_heads"]
+    ws = mqa_decode_workspace(T, H, "cuda", window=inp["swa_idx"].shape[1], topk=inp["comp_idx"].shape[1],
+                              kernel="swapab", comp_format="nvfp4", gluon=True)
+    out = torch.empty(T, H, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(T, H, device="cuda")
+    args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
+            inp["cos_sin"], inp["sink"], H, inp["softmax_scale"], "nvfp4")
+    kw = dict(kernel="swapab", gluon=True, gluon_cluster=True, validate=False, out=out, lse=lse, workspace=ws,
+              pdl=True, pdl_early_inputs=True)
+    mqa_decode_attention(*args, **kw)
+    ref = out.clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mqa_decode_attention(*args, **kw)
+    for _ in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, ref)
+    inp["q"].mul_(0.5)
+    graph.replay()
+    eager, _, o32 = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_cluster=True, _return_fp32=True)
+    assert torch.equal(out, eager)
+    assert torch.equal(o32.to(torch.bfloat16), eager)
 
 
 def _ptx_run(asm: str, regs: dict) -> dict:

@@ -512,6 +512,9 @@ for _name, _kw, _what in (
         ("mqa_decode/gluon_swapab_prologue2", dict(gluon_prologue=2),
          "kernel: the Gluon swap-AB decode with the query's loads and the split's first tile's record loads issued "
          "before the query is stored (gluon_prologue=2; forced on every 16 / 32-head shape) + the finishing merge"),
+        ("mqa_decode/gluon_swapab_cluster", dict(gluon_cluster=True),
+         "kernel: the Gluon swap-AB decode with each token's splits run as one thread-block cluster that merges them "
+         "after a cluster barrier (gluon_cluster; one launch, forced on every 16 / 32-head shape)"),
         ("mqa_decode/gluon_swapab_regs128", dict(gluon_maxnreg=128),
          "kernel: the Gluon swap-AB decode with its registers capped at 128 (gluon_maxnreg: two programs per SM, the "
          "split rule counting them; forced on every 16 / 32-head shape) + the finishing merge")):

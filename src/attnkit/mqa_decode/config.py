@@ -255,6 +255,7 @@ class SwapabPlan:
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
     loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
     prologue: int = 0  # Gluon: how much of a program's first loads come before the query's stores (gluon_prologue)
+    cluster: int = 0  # Gluon: log2 of the CTAs of a token's thread-block cluster, which merges it (gluon_cluster); 0 off
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -477,6 +478,20 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
                            "one tile, else 1; 4-10 % faster at 1-8 tokens, sweep mqa-gluon-prologue)")
 
 
+# A token's splits launched as one thread-block cluster (the next power of two of CTAs at or above the split count, at
+# most 16: CLUSTER_MAX_CTAS; ranks past the split count run no tile) that merges them itself: each CTA stores its
+# partial to global memory as before, all meet at a cluster barrier (release / acquire at cluster scope), then each
+# merges 512 / CTAs output dims of every head from the partials (kernel_swapab_gluon._merge_slice). One launch, and
+# no program waits on one that may not have started (the cluster's CTAs are co-scheduled). Predicted from the
+# sync-cost experiment (benchmarks/experiments/sync-cost-h200-0d0157c.json: a cluster barrier after 32 KB partial
+# stores +0.30 us a launch, against the merge launch's 2.2-4.4 us). Not timed yet: off.
+GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", False,
+                       "Gluon swap-AB kernel: each token's splits run as one thread-block cluster of up to 16 CTAs "
+                       "that merges them after a cluster barrier (one launch, no merge kernel); needs at most 16 "
+                       "splits per token, not with gluon_fused")
+CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
+
+
 # Tried at 4ea6223 and removed (gluon_ahead): each next tile's records loaded into registers before the current tile
 # was stored, their slot ids two tiles ahead, so that a program walking several tiles (16 tokens and more at the
 # default lists) would overlap each tile's record round trip with the previous tile's decode and products. Two
@@ -510,7 +525,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_half: bool | None = None, gluon_banks: bool | None = None,
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
                 gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
-                gluon_prologue: int | None = None, pdl_early: bool = False) -> SwapabPlan:
+                gluon_prologue: int | None = None, pdl_early: bool = False,
+                gluon_cluster: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -554,7 +570,13 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "gluon_async")
         if one and not gluon_prefetch:
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
-        fused_m = splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused)
+        cluster = bool(GLUON_CLUSTER.resolve(gluon_cluster))
+        if cluster and fused:
+            raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
+        if cluster and splits > CLUSTER_MAX_CTAS:
+            raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} CTAs; "
+                             f"this step has {splits} (num_splits or the split rule)")
+        fused_m = False if cluster else (splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused))
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
         if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart
             lf = GLUON_LOADS_FIRST_BY_RULE and not use_async and not fused_m
@@ -570,7 +592,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
                              "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
-                          fused_merge=splits <= GLUON_FUSED_MAX_SPLITS if fused is None else fused,
+                          fused_merge=fused_m, cluster=max(1, (splits - 1).bit_length()) if cluster else 0,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)

@@ -69,13 +69,29 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_early" if plan.gluon_early else "") + ("_half" if plan.live < plan.block_n else "")
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
-           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else ""))
+           + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
+           + (f"_cluster{1 << plan.cluster}" if getattr(plan, "cluster", 0) else ""))
           if getattr(plan, "gluon", False) else "")
     gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt) + (
         (plan.num_stages,) if hasattr(plan, "num_stages") else ())  # the head-padded kernel's pipeline stages
+
+
+def _cluster_launch(kernel, clusters: int, ctas: int, args: tuple, kwargs: dict):
+    """Launch `kernel` as `clusters` thread-block clusters of `ctas` CTAs along x (a 1-D grid of clusters x ctas
+    CTAs; cluster c holds CTAs c * ctas .. c * ctas + ctas - 1). The kernel is compiled as a plain one-CTA kernel
+    (its layouts need no cluster form: the CTAs share nothing but global memory and the cluster barrier); Triton's
+    launcher makes a cluster launch from the compiled kernel's num_ctas, which is set here on the compiled kernel
+    this launch's constexpr values select (a kernel compiled for cluster launches only: CLUSTER in its key)."""
+    compiled = kernel.warmup(*args, grid=(clusters,), **kwargs)
+    if hasattr(compiled, "result"):
+        compiled = compiled.result()
+    nw, nc, shared = compiled.packed_metadata
+    require(nc in (1, ctas), "gluon_cluster", f"the compiled kernel launches clusters of {nc} CTAs, not {ctas}")
+    compiled.packed_metadata = (nw, ctas, shared)
+    kernel[(clusters,)](*args, **kwargs)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -87,7 +103,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         merge_dc=None, merge_warps=None,
+                         gluon_cluster=None, merge_dc=None, merge_warps=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
@@ -123,7 +139,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_prologue (else ``ATTNKIT_MQA_GLUON_PROLOGUE``, 0 / 1 / 2): how many of a Gluon program's first loads are
     issued before the query is stored to shared memory: 0, each query block's after the previous block's store; 1,
     all of the query's; 2, the split's first tile's records too (the same bits; level 2 needs gluon_early and whole
-    tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule.
+    tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule. gluon_cluster (else
+    ``ATTNKIT_MQA_GLUON_CLUSTER``, default off): each token's splits run as one thread-block cluster of up to 16
+    CTAs that merges them itself after a cluster barrier, so the step is one launch (at most 16 splits per token;
+    not with gluon_fused).
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -246,12 +265,14 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_early=gluon_early, gluon_prefetch=prefetch, gluon_half=gluon_half,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl)
+                           gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
+                           gluon_cluster=gluon_cluster)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format, headpad_ids_early)
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
+    clustered = kernel == "swapab" and plan.gluon and plan.cluster > 0  # the cluster merges: no merge launch
     if workspace is None:
         m = torch.empty((S, R), dtype=torch.float32, device=dev)
         l = torch.empty_like(m)
@@ -287,15 +308,18 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early))
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
-        mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, H=H, BLOCK_N=plan.block_n,
-                                        NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
-                                        PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
-                                        ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32,
-                                        ASYNC=plan.gluon_async, PDL=use_pdl, EARLY=plan.gluon_early, LIVE=plan.live,
-                                        PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks, ONE_LOOP=plan.one_loop,
-                                        LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
-                                        num_warps=plan.num_warps,
-                                        **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
+        kw = dict(H=H, BLOCK_N=plan.block_n, NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
+                  PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
+                  ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, ASYNC=plan.gluon_async, PDL=use_pdl,
+                  EARLY=plan.gluon_early, LIVE=plan.live, PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks,
+                  ONE_LOOP=plan.one_loop, LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
+                  num_warps=plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
+        if clustered:
+            _cluster_launch(mqa_swapab_gluon_kernel, T, 1 << plan.cluster,
+                            (*args, *strides, count, sink, out, lse, o32),
+                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S))
+        else:
+            mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, **kw)
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()
@@ -314,7 +338,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             IDS_EARLY=plan.ids_early, **common,
             **pl)
     from .kernel_merge import mqa_merge_kernel
-    if not fused:
+    if not fused and not clustered:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         mw = merge_warps_rule(mdc, mw_opt)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
@@ -400,7 +424,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
                       headpad_ids_early=None,
-                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None) -> set:
+                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -425,6 +449,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue)
+                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

@@ -5,7 +5,9 @@ Computes   the same partials as kernel_swapab.mqa_swapab_kernel (its interpreter
            partial layout, same numerics): per token t and split s, S^T [slots, H] = KV . Q_rot^T, the softmax
            down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc). With FUSED_MERGE the token's
            last program to finish also merges its splits (_merge_token: kernel_merge's arithmetic), so a step is
-           one launch.
+           one launch. With CLUSTER (log2 of the CTAs per thread-block cluster, 0: none) a token's splits are the
+           CTAs of one cluster (the split is the CTA's rank; ranks past the split count run no tile) and, after a
+           cluster barrier, each CTA merges 512 >> CLUSTER output dims of every head (_merge_slice): one launch.
 Why        Triton loads and decodes the record tile once per MMA operand layout, and its mma v2 layout holds
            each value in two warps (docs/mqa_decode.md, the instruction census). Here the layouts are explicit:
            the raw record bytes of a 64-slot tile are loaded in a blocked layout (16 fp8 codes or 8 e2m1 pairs per
@@ -64,6 +66,13 @@ def _e2m1_asm(mag_mask: int, sign_mask: int, mag_mul: int, sign_mul: int) -> str
 # signs at 7 / 15); tests/test_mqa_decode.py runs these strings through a PTX emulator for every input
 E2M1_LO_ASM = gl.constexpr(_e2m1_asm(0x0707, 0x0808, 0x4040, 0x00101000))
 E2M1_HI_ASM = gl.constexpr(_e2m1_asm(0x7070, 0x8080, 0x0404, 0x00010100))
+
+
+# every thread of every CTA of the cluster: the partial stores before it are visible to the loads after it in any
+# CTA of the cluster (release / acquire at cluster scope); the operand is returned so that loads can depend on it
+CLUSTER_BARRIER_ASM = gl.constexpr("barrier.cluster.arrive.release.aligned;\n"
+                                   "barrier.cluster.wait.acquire.aligned;\n"
+                                   "mov.u32 $0, $1;")
 
 
 @gluon.jit
@@ -562,6 +571,66 @@ def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, st
     gl.store(LSE + row0 + hm, gl.where(nonempty, big_safe + gl.log(den), float("-inf")))
 
 
+@gluon.constexpr_function
+def _per_thread(elements, warps):
+    """Elements per thread of a 1-D layout over `elements` values (up to 4: one 16-byte fp32 vector)."""
+    return max(1, min(4, elements // (32 * warps)))
+
+
+@gluon.jit
+def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, sn, stride_ms, stride_as,
+                 H: gl.constexpr, CLUSTER: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
+                 WRITE_F32: gl.constexpr, Le: gl.constexpr):
+    """The finishing merge of token t's output dims [split * DPR, (split + 1) * DPR) of every head (DPR = 512 >>
+    CLUSTER), run by the CTA of rank `split` of the token's cluster after the cluster barrier (`dep`, its result,
+    orders the partial loads after it): kernel_merge's arithmetic, online over the splits in split order
+    (deterministic), the sink (sk, loaded before the barrier), the RoPE dims rotated back with the cos / sin (c, sn)
+    loaded before the barrier, bf16 output, LSE (rank 0) and (WRITE_F32) the fp32 output. Partials read past L1."""
+    DPR: gl.constexpr = 512 >> CLUSTER
+    e = gl.arange(0, H * DPR, layout=Le)
+    h = e // DPR
+    d = split * DPR + e % DPR
+    row = t.to(gl.int64) * H + h
+    rope = d >= 448
+    if SINK_ON:
+        big = sk
+    else:
+        big = gl.full([H * DPR], float("-inf"), gl.float32, layout=Le)
+    total = gl.zeros([H * DPR], gl.float32, layout=Le)
+    o = gl.zeros([H * DPR], gl.float32, layout=Le)
+    op = gl.zeros([H * DPR], gl.float32, layout=Le)  # the RoPE partner's (dim d ^ 1) output
+    for s in gl.static_range(1 << CLUSTER):  # every split's loads issued at once (they do not depend on the sums)
+        live = (e >= 0) & (s < S)
+        a_ms = M_OUT + s * stride_ms + row + dep
+        ms = gl.load(a_ms, mask=live, other=float("-inf"), cache_modifier=".cg")
+        ls = gl.load(L_OUT + s * stride_ms + row + dep, mask=live, other=0.0, cache_modifier=".cg")
+        a = gl.load(ACC_OUT + s * stride_as + row * 512 + d + dep, mask=live, other=0.0, cache_modifier=".cg")
+        nb = gl.maximum(big, ms)
+        nb_safe = gl.where(nb == float("-inf"), 0.0, nb)
+        keep = gl.where(big == float("-inf"), 0.0, gl.exp(big - nb_safe))
+        w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - nb_safe))
+        total = total * keep + ls * w
+        o = o * keep + a * w
+        if ROPE_UNDO:
+            ap = gl.load(ACC_OUT + s * stride_as + row * 512 + (d ^ 1) + dep, mask=live & rope, other=0.0,
+                         cache_modifier=".cg")
+            op = op * keep + ap * w
+        big = nb
+    big_safe = gl.where(big == float("-inf"), 0.0, big)
+    if SINK_ON:
+        total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
+    nonempty = total > 0
+    den = gl.where(nonempty, total, 1.0)
+    o = gl.where(nonempty, o / den, 0.0)
+    if ROPE_UNDO:  # dims 448 + 2i, 449 + 2i rotated by minus the angle: even o c + o' s, odd o c - o' s
+        op = gl.where(nonempty, op / den, 0.0)
+        o = gl.where(rope, o * c + gl.where(d % 2 == 0, op, -op) * sn, o)
+    gl.store(OUT + row * 512 + d, o.to(gl.bfloat16))
+    if WRITE_F32:
+        gl.store(O32 + row * 512 + d, o)
+    gl.store(LSE + row, gl.where(nonempty, big_safe + gl.log(den), float("-inf")), mask=(e % DPR == 0) & (split == 0))
+
+
 @gluon.jit
 def mqa_swapab_gluon_kernel(
     Q, POS, COS_SIN, SWA, COMP, SWA_IDX, COMP_IDX, M_OUT, L_OUT, ACC_OUT,
@@ -572,7 +641,7 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
-    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0,
+    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0, NSPLIT=1,
 ):
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
@@ -619,8 +688,13 @@ def mqa_swapab_gluon_kernel(
     raw_l5: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[3, 2, 1, 0])  # [chunk,] row, block, half, 16
     raw_l4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[2, 1, 0])  # [chunk,] row, block, 8 bytes
 
-    t = gl.program_id(0)
-    split = gl.program_id(1)
+    if CLUSTER:  # a 1-D grid of T clusters of 2^CLUSTER CTAs, launched as such (interface._cluster_launch)
+        gl.static_assert(not FUSED_MERGE, "CLUSTER merges in the cluster; FUSED_MERGE in the last program")
+        t = gl.program_id(0) >> CLUSTER
+        split = gl.program_id(0) & ((1 << CLUSTER) - 1)  # the CTA's rank in its cluster
+    else:
+        t = gl.program_id(0)
+        split = gl.program_id(1)
     pos = gl.load(POS + t).to(gl.int64)
     n0 = split * slots_per_split
     n1 = gl.minimum(n0 + slots_per_split, W + K)
@@ -737,11 +811,36 @@ def mqa_swapab_gluon_kernel(
                                    LIVE, LOADS_FIRST)
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, s_l))
     row0 = t.to(gl.int64) * H
-    gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
-    gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
     ho = gl.arange(0, H, layout=gl.SliceLayout(0, o_l))
     do = gl.arange(0, 512, layout=gl.SliceLayout(1, o_l))
-    gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
+    if CLUSTER:
+        # the merge's own inputs (the sink, the cos / sin of its RoPE dims) read before the barrier
+        DPR: gl.constexpr = 512 >> CLUSTER
+        Le: gl.constexpr = gl.BlockedLayout([_per_thread(H * DPR, NW)], [32], [NW], [0])
+        e = gl.arange(0, H * DPR, layout=Le)
+        dm = split * DPR + e % DPR
+        sk = 0.0
+        if SINK_ON:
+            sk = gl.load(SINK + e // DPR)
+        c = 1.0
+        sn = 0.0
+        if ROPE_UNDO:
+            rope = dm >= 448
+            i = gl.where(rope, (dm - 448) // 2, 0)
+            c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
+            sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
+        if split < NSPLIT:  # ranks past the split count ran no tile: no partial
+            gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
+            gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
+            gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
+        dep = gl.inline_asm_elementwise(CLUSTER_BARRIER_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False,
+                                        pack=1) * 0
+        _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as, H,
+                     CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, Le)
+    else:
+        gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
+        gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
+        gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
     if FUSED_MERGE:
         # one launch: the token's last program to finish merges its splits. Every thread's partial stores are
         # ordered before the arrival (barrier, then a release at GPU scope); the arrival's acquire orders the

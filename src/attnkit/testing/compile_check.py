@@ -390,6 +390,15 @@ def _variants():
                         dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
                              ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), **flags),
                         dict(num_warps=8)))
+    for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_cluster (a token's splits one
+        # thread-block cluster of 16 CTAs, merged in it), as the rule compiles it at one tile per split
+        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
+                    + " loads_first prologue2 cluster16", mqa_swapab_gluon_kernel,
+                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
+                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
+                         PROLOGUE=2, CLUSTER=4),
+                    dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
@@ -577,6 +586,25 @@ def loads_before_first_barrier(name: str, arch: int = 90) -> list[dict]:
         bar = next(i for i, o in enumerate(ops) if o.startswith("BAR"))
         wide = [i for i, o in enumerate(ops) if o.startswith("LDG") and (".128" in o or ".64" in o)]
         out.append(dict(before=sum(i < bar for i in wide), after=sum(i > bar for i in wide)))
+    return out
+
+
+def cluster_barrier_order(name: str, arch: int = 90) -> dict:
+    """The variant `name`'s thread-block cluster barrier in its sm_90 SASS (UCGABAR_ARV, then UCGABAR_WAIT): how many
+    arrivals and waits, the global stores before the arrival and after the wait, whether a GPU-scope memory barrier
+    (MEMBAR.ALL.GPU: the release) precedes the arrival, and the global loads after the wait, with how many of them
+    read past L1 (.STRONG.GPU: the ld.global.cg the merge's partial loads are)."""
+    ops = _sass_opcodes(compile_named(name, arch)[0].asm["cubin"])
+    arv = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_ARV")]
+    wait = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_WAIT")]
+    out = dict(arrivals=len(arv), waits=len(wait))
+    if arv and wait:
+        a, w = arv[0], wait[-1]
+        after = [o for o in ops[w:] if o.startswith("LDG")]
+        out.update(stores_before=sum(o.startswith("STG") for o in ops[:a]),
+                   stores_after=sum(o.startswith("STG") for o in ops[w:]),
+                   release=any(o.startswith("MEMBAR") and ".GPU" in o for o in ops[max(0, a - 4):a]),
+                   loads_after=len(after), loads_after_past_l1=sum(".STRONG.GPU" in o for o in after))
     return out
 
 
