@@ -1092,6 +1092,18 @@ SWEEPS["mqa-headpad-ids-early"] = Sweep(
                                      headpad_ids_early=True))))
 
 
+
+SWEEPS["mqa-gluon-cluster"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with each token's splits launched as one thread-block cluster that merges "
+    "them after a cluster barrier (gluon_cluster: one launch, no merge kernel) against the rule, attention and whole "
+    "steps, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4; head-padded for the ratio the targets name",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)
