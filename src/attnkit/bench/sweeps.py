@@ -1104,6 +1104,18 @@ SWEEPS["mqa-gluon-cluster"] = Sweep(
      ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
      ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
 
+
+SWEEPS["mqa-gluon-cluster-parts"] = Sweep(
+    "mqa_decode", "where the cluster merge's time goes (diagnostics variants, wrong by design: _diag_parts): the rule's "
+    "attention without its merge launch, the cluster launch without its barrier and merge, with its barrier but no "
+    "merge, and whole, against the rule, 16 / 32 heads x 1 / 4 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 4)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("rule-no-merge", dict(kernel="swapab", gluon=True, _diag_parts=3)),
+     ("cluster-launch-only", dict(kernel="swapab", gluon=True, gluon_cluster=True, _diag_parts=1)),
+     ("cluster-barrier-only", dict(kernel="swapab", gluon=True, gluon_cluster=True, _diag_parts=2)),
+     ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True))))
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

@@ -107,7 +107,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
-                         _perturb=None, _pdl_skip_wait=False,
+                         _perturb=None, _pdl_skip_wait=False, _diag_parts=0,
                          _return_fp32=False,
                          _merge_block_s=None):
     """MQA decode over fp8 / nvfp4 records. Returns (out [T, H, 512] bf16, lse [T, H] fp32).
@@ -299,6 +299,12 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     # the Triton swap-AB kernel waits at entry; PDL_EARLY 2 (the diagnostics variant) never waits
     pdl_early = early_asked and use_pdl and (gluon_path or kernel == "headpad")
     pdl_early_mode = (2 if _pdl_skip_wait else 1) if pdl_early else 0
+    require(_diag_parts in (0, 1, 2, 3), "_diag_parts", "must be 0, 1, 2 or 3")
+    if _diag_parts:
+        import warnings
+        warnings.warn(f"_diag_parts={_diag_parts}: a diagnostics variant with a stage left out (1: the cluster launch "
+                      "without its barrier and merge; 2: without its merge; 3: no merge at all); its results are "
+                      "wrong by design", RuntimeWarning, stacklevel=2)
     if _pdl_skip_wait and pdl_early:
         import warnings
         warnings.warn("_pdl_skip_wait: a diagnostics variant that never waits for the grid before it; its results "
@@ -317,7 +323,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         if clustered:
             _cluster_launch(mqa_swapab_gluon_kernel, T, 1 << plan.cluster,
                             (*args, *strides, count, sink, out, lse, o32),
-                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S))
+                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CLUSTER_DIAG=_diag_parts))
         else:
             mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, **kw)
     elif kernel == "swapab":
@@ -338,7 +344,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             IDS_EARLY=plan.ids_early, **common,
             **pl)
     from .kernel_merge import mqa_merge_kernel
-    if not fused and not clustered:
+    if not fused and not clustered and _diag_parts != 3:
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         mw = merge_warps_rule(mdc, mw_opt)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")

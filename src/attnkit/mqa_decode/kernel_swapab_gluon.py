@@ -642,7 +642,10 @@ def mqa_swapab_gluon_kernel(
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
     LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0, NSPLIT=1,
+    CLUSTER_DIAG: gl.constexpr = 0,
 ):
+    # CLUSTER_DIAG (diagnostics variants, wrong by design): 1, the cluster launch without its barrier and merge; 2,
+    # the barrier without the merge
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
     # wait for the previous grid, which must not write them (in a step: the record writer, which writes only records);
     # 2: no wait at all, a diagnostics variant that is wrong by design (the stress check must catch it)
@@ -833,10 +836,12 @@ def mqa_swapab_gluon_kernel(
             gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
             gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
             gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
-        dep = gl.inline_asm_elementwise(CLUSTER_BARRIER_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False,
-                                        pack=1) * 0
-        _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as, H,
-                     CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, Le)
+        if CLUSTER_DIAG != 1:
+            dep = gl.inline_asm_elementwise(CLUSTER_BARRIER_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False,
+                                            pack=1) * 0
+        if CLUSTER_DIAG == 0:
+            _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as, H,
+                         CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, Le)
     else:
         gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
         gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
