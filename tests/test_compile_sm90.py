@@ -290,8 +290,9 @@ def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
 
 def test_cluster_merge_stores_its_partials_before_the_cluster_barrier_and_reads_them_after():
     """gluon_cluster (mqa_decode): one cluster barrier; every partial store comes before its arrival, which a GPU-scope
-    release (MEMBAR.ALL.GPU) precedes, and the merge's loads all come after the wait, each past L1, followed only by
-    the output's and the LSE's stores; the kernel without the option has no cluster barrier (the check fails there)."""
+    release (MEMBAR.ALL.GPU) precedes; the wait's acquire invalidates L1 (CCTL.IVALL), and the merge's loads all come
+    after it and before the merge's first exponential (issued at once: one round trip), followed only by the output's
+    and the LSE's stores; the kernel without the option has no cluster barrier (the check fails there)."""
     names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early loads_first prologue2",
              "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks loads_first prologue2"]
     got = _compiled(f"[[cc.cluster_barrier_order(x + s) for s in ('', ' cluster16')] for x in {names!r}]")
@@ -299,4 +300,4 @@ def test_cluster_merge_stores_its_partials_before_the_cluster_barrier_and_reads_
         assert plain == dict(arrivals=0, waits=0), (name, plain)
         assert cl["arrivals"] == cl["waits"] == 1 and cl["release"], (name, cl)
         assert cl["stores_before"] >= 16 and 1 <= cl["stores_after"] <= 3, (name, cl)
-        assert cl["loads_after"] >= 16 and cl["loads_after_past_l1"] == cl["loads_after"], (name, cl)
+        assert cl["l1_invalidated"] and cl["loads_after"] >= 16 and 0 < cl["last_load"] < cl["first_exp"], (name, cl)

@@ -572,63 +572,68 @@ def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, st
 
 
 @gluon.constexpr_function
-def _per_thread(elements, warps):
-    """Elements per thread of a 1-D layout over `elements` values (up to 4: one 16-byte fp32 vector)."""
-    return max(1, min(4, elements // (32 * warps)))
+def _merge_layout(heads, log2_ctas, warps):
+    """The cluster merge's [splits, H, DPR] layout (DPR = 512 >> log2_ctas output dims a CTA merges): every split of
+    an element in one thread, 2 to 4 adjacent dims per thread (a RoPE pair, up to a 16-byte vector), the warps over
+    the heads, so that the sums over the splits stay in the thread."""
+    dpr = 512 >> log2_ctas
+    spt = max(2, min(4, heads * dpr // (32 * warps)))
+    tpw_d = min(32, dpr // spt)
+    return gl.BlockedLayout([1 << log2_ctas, 1, spt], [1, 32 // tpw_d, tpw_d], [1, warps, 1], [2, 1, 0])
 
 
 @gluon.jit
 def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, sn, stride_ms, stride_as,
                  H: gl.constexpr, CLUSTER: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
-                 WRITE_F32: gl.constexpr, Le: gl.constexpr):
+                 WRITE_F32: gl.constexpr, L3: gl.constexpr):
     """The finishing merge of token t's output dims [split * DPR, (split + 1) * DPR) of every head (DPR = 512 >>
     CLUSTER), run by the CTA of rank `split` of the token's cluster after the cluster barrier (`dep`, its result,
-    orders the partial loads after it): kernel_merge's arithmetic, online over the splits in split order
-    (deterministic), the sink (sk, loaded before the barrier), the RoPE dims rotated back with the cos / sin (c, sn)
-    loaded before the barrier, bf16 output, LSE (rank 0) and (WRITE_F32) the fp32 output. Partials read past L1."""
+    orders the partial loads after it; its acquire makes the other CTAs' partial stores visible to plain loads).
+    kernel_merge's arithmetic over [2^CLUSTER splits, H, DPR] tiles (L3, _merge_layout: each thread holds every
+    split of its elements, so every partial load is issued at once and the sums over the splits stay in the thread,
+    in split order: deterministic); m and l loaded once per (split, head); the sink (sk [H], loaded before the
+    barrier); the RoPE dims rotated back with the cos / sin (c, sn [DPR], loaded before the barrier; a dim's partner
+    d ^ 1 is in the same thread); bf16 output, LSE (rank 0) and (WRITE_F32) the fp32 output."""
     DPR: gl.constexpr = 512 >> CLUSTER
-    e = gl.arange(0, H * DPR, layout=Le)
-    h = e // DPR
-    d = split * DPR + e % DPR
-    row = t.to(gl.int64) * H + h
-    rope = d >= 448
+    NS: gl.constexpr = 1 << CLUSTER
+    Lsh: gl.constexpr = gl.SliceLayout(2, L3)  # [splits, H]
+    Lhd: gl.constexpr = gl.SliceLayout(0, L3)  # [H, DPR]
+    row0 = t.to(gl.int64) * H
+    sp = gl.arange(0, NS, layout=gl.SliceLayout(1, Lsh))
+    hs = gl.arange(0, H, layout=gl.SliceLayout(0, Lsh))
+    ok = (sp < S)[:, None] & (hs >= 0)[None, :]
+    ms = gl.load(M_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=float("-inf"))
+    ls = gl.load(L_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=0.0)
+    h3 = gl.arange(0, H, layout=gl.SliceLayout(0, Lsh))
+    d3 = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, Lhd))
+    d3a = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))  # d3 for [1, 1, DPR]
+    a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + h3)[None, :] * 512)[:, :, None]
+                + d3a[None, None, :], mask=ok[:, :, None] & (d3a >= 0)[None, None, :], other=0.0)
+    big = gl.max(ms, axis=0)
     if SINK_ON:
-        big = sk
-    else:
-        big = gl.full([H * DPR], float("-inf"), gl.float32, layout=Le)
-    total = gl.zeros([H * DPR], gl.float32, layout=Le)
-    o = gl.zeros([H * DPR], gl.float32, layout=Le)
-    op = gl.zeros([H * DPR], gl.float32, layout=Le)  # the RoPE partner's (dim d ^ 1) output
-    for s in gl.static_range(1 << CLUSTER):  # every split's loads issued at once (they do not depend on the sums)
-        live = (e >= 0) & (s < S)
-        a_ms = M_OUT + s * stride_ms + row + dep
-        ms = gl.load(a_ms, mask=live, other=float("-inf"), cache_modifier=".cg")
-        ls = gl.load(L_OUT + s * stride_ms + row + dep, mask=live, other=0.0, cache_modifier=".cg")
-        a = gl.load(ACC_OUT + s * stride_as + row * 512 + d + dep, mask=live, other=0.0, cache_modifier=".cg")
-        nb = gl.maximum(big, ms)
-        nb_safe = gl.where(nb == float("-inf"), 0.0, nb)
-        keep = gl.where(big == float("-inf"), 0.0, gl.exp(big - nb_safe))
-        w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - nb_safe))
-        total = total * keep + ls * w
-        o = o * keep + a * w
-        if ROPE_UNDO:
-            ap = gl.load(ACC_OUT + s * stride_as + row * 512 + (d ^ 1) + dep, mask=live & rope, other=0.0,
-                         cache_modifier=".cg")
-            op = op * keep + ap * w
-        big = nb
+        big = gl.maximum(big, sk)
     big_safe = gl.where(big == float("-inf"), 0.0, big)
+    w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - big_safe[None, :]))
+    total = gl.sum(ls * w, axis=0)
+    o = gl.sum(a * w[:, :, None], axis=0)  # [H, DPR]
     if SINK_ON:
         total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
     nonempty = total > 0
     den = gl.where(nonempty, total, 1.0)
-    o = gl.where(nonempty, o / den, 0.0)
+    den_o = gl.convert_layout(den, gl.SliceLayout(1, Lhd))
+    o = gl.where(den_o[:, None] != 0, o / den_o[:, None], 0.0)
+    o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, Lhd))[:, None], o, 0.0)
     if ROPE_UNDO:  # dims 448 + 2i, 449 + 2i rotated by minus the angle: even o c + o' s, odd o c - o' s
-        op = gl.where(nonempty, op / den, 0.0)
-        o = gl.where(rope, o * c + gl.where(d % 2 == 0, op, -op) * sn, o)
-    gl.store(OUT + row * 512 + d, o.to(gl.bfloat16))
+        ev, od = gl.split(gl.reshape(o, [H, DPR // 2, 2]))
+        partner = gl.convert_layout(gl.reshape(gl.join(od, ev), [H, DPR]), Lhd, assert_trivial=True)
+        dd = d3[None, :] + 0 * gl.arange(0, H, layout=gl.SliceLayout(1, Lhd))[:, None]
+        o = gl.where(dd >= 448, o * c[None, :] + gl.where(dd % 2 == 0, partner, -partner) * sn[None, :], o)
+    ho = gl.arange(0, H, layout=gl.SliceLayout(1, Lhd))
+    dst = (row0 + ho)[:, None] * 512 + d3[None, :]
+    gl.store(OUT + dst, o.to(gl.bfloat16))
     if WRITE_F32:
-        gl.store(O32 + row * 512 + d, o)
-    gl.store(LSE + row, gl.where(nonempty, big_safe + gl.log(den), float("-inf")), mask=(e % DPR == 0) & (split == 0))
+        gl.store(O32 + dst, o)
+    gl.store(LSE + row0 + hs, gl.where(nonempty, big_safe + gl.log(den), float("-inf")), mask=(hs >= 0) & (split == 0))
 
 
 @gluon.jit
@@ -819,15 +824,14 @@ def mqa_swapab_gluon_kernel(
     if CLUSTER:
         # the merge's own inputs (the sink, the cos / sin of its RoPE dims) read before the barrier
         DPR: gl.constexpr = 512 >> CLUSTER
-        Le: gl.constexpr = gl.BlockedLayout([_per_thread(H * DPR, NW)], [32], [NW], [0])
-        e = gl.arange(0, H * DPR, layout=Le)
-        dm = split * DPR + e % DPR
+        L3: gl.constexpr = _merge_layout(H, CLUSTER, NW)
         sk = 0.0
         if SINK_ON:
-            sk = gl.load(SINK + e // DPR)
+            sk = gl.load(SINK + gl.arange(0, H, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3))))
         c = 1.0
         sn = 0.0
         if ROPE_UNDO:
+            dm = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, gl.SliceLayout(0, L3)))
             rope = dm >= 448
             i = gl.where(rope, (dm - 448) // 2, 0)
             c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
@@ -841,7 +845,7 @@ def mqa_swapab_gluon_kernel(
                                             pack=1) * 0
         if CLUSTER_DIAG == 0:
             _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as, H,
-                         CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, Le)
+                         CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
     else:
         gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
         gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)

@@ -592,19 +592,24 @@ def loads_before_first_barrier(name: str, arch: int = 90) -> list[dict]:
 def cluster_barrier_order(name: str, arch: int = 90) -> dict:
     """The variant `name`'s thread-block cluster barrier in its sm_90 SASS (UCGABAR_ARV, then UCGABAR_WAIT): how many
     arrivals and waits, the global stores before the arrival and after the wait, whether a GPU-scope memory barrier
-    (MEMBAR.ALL.GPU: the release) precedes the arrival, and the global loads after the wait, with how many of them
-    read past L1 (.STRONG.GPU: the ld.global.cg the merge's partial loads are)."""
+    (MEMBAR.ALL.GPU: the release) precedes the arrival, whether L1 is invalidated right after the wait (CCTL.IVALL:
+    the acquire, so plain loads after it see the other CTAs' stores), the global loads after the wait, and how many
+    instructions after the wait the first exponential (MUFU) comes and the last load: the merge's loads all issued
+    before its arithmetic."""
     ops = _sass_opcodes(compile_named(name, arch)[0].asm["cubin"])
     arv = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_ARV")]
     wait = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_WAIT")]
     out = dict(arrivals=len(arv), waits=len(wait))
     if arv and wait:
         a, w = arv[0], wait[-1]
-        after = [o for o in ops[w:] if o.startswith("LDG")]
+        tail = ops[w:]
+        loads = [i for i, o in enumerate(tail) if o.startswith("LDG")]
         out.update(stores_before=sum(o.startswith("STG") for o in ops[:a]),
-                   stores_after=sum(o.startswith("STG") for o in ops[w:]),
+                   stores_after=sum(o.startswith("STG") for o in tail),
                    release=any(o.startswith("MEMBAR") and ".GPU" in o for o in ops[max(0, a - 4):a]),
-                   loads_after=len(after), loads_after_past_l1=sum(".STRONG.GPU" in o for o in after))
+                   l1_invalidated=any(o.startswith("CCTL.IVALL") for o in tail[:3]),
+                   loads_after=len(loads), last_load=max(loads, default=-1),
+                   first_exp=next((i for i, o in enumerate(tail) if o.startswith("MUFU.EX2")), -1))
     return out
 
 
