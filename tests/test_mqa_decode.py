@@ -68,7 +68,8 @@ def test_merge_warps_give_the_same_bits(warps, device):
     ATTNKIT_MQA_MERGE_WARPS, a bad value is refused by name, and the launch key carries the warps."""
     from attnkit.mqa_decode import interface as I
     inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 6)
-    for kernel, kw in (("headpad", {}), ("swapab", dict(gluon_fused=False))):  # (the Gluon kernel's merge launched)
+    for kernel, kw in (("headpad", {}), ("swapab", dict(gluon_fused=False, gluon_cluster=False))):  # (the Gluon
+        # kernel's merge launched)
         a = mqa_headpad_call(inp, kernel=kernel, num_splits=3, **kw)
         n0 = len(I.LAUNCHED_KEYS)
         b = mqa_headpad_call(inp, kernel=kernel, num_splits=3, merge_warps=warps, **kw)
@@ -205,15 +206,16 @@ def test_merge_early_gives_the_same_bits(device, case, kernel):
     warm-up compiles it; a bad value is refused by name."""
     from attnkit.mqa_decode import interface as I
     inp = make_inputs(shapes.get(case), device, 14)
-    a = mqa_headpad_call(inp, kernel=kernel, merge_early=False)
+    kw = dict(gluon_cluster=False) if kernel == "swapab" else {}  # (the Gluon kernel's merge launched)
+    a = mqa_headpad_call(inp, kernel=kernel, merge_early=False, **kw)
     n0 = len(I.LAUNCHED_KEYS)
-    b = mqa_headpad_call(inp, kernel=kernel, merge_early=True)
+    b = mqa_headpad_call(inp, kernel=kernel, merge_early=True, **kw)
     step = set(I.LAUNCHED_KEYS[n0:])
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert any(k[0].startswith("merge_early") for k in step) or any("fused" in k[0] for k in step), step
     T, H = inp["q"].shape[0], inp["num_heads"]
     keys = I.mqa_decode_warmup(H, inp["q"].shape[1], inp["comp_format"], device, window=inp["swa_idx"].shape[1],
-                               topk=inp["comp_idx"].shape[1], max_tokens=T, kernel=kernel, merge_early=True)
+                               topk=inp["comp_idx"].shape[1], max_tokens=T, kernel=kernel, merge_early=True, **kw)
     assert step <= keys
     with pytest.raises(ValueError, match="merge_early"):
         mqa_headpad_call(inp, kernel=kernel, merge_early="yes")
@@ -222,8 +224,8 @@ def test_merge_early_gives_the_same_bits(device, case, kernel):
 def _kernel(key):
     """The kernel of a launch key, without its variant suffixes (nvfp4 from bits, PDL, the Gluon kernel's fused
     merge, which the rule picks where a token has at most two splits, its record-load layout for nvfp4, its loads
-    order: loads first, the prologue level)."""
-    return re.sub(r"_prologue\d", "", key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "")
+    order: loads first, the prologue level, the cluster merge)."""
+    return re.sub(r"_prologue\d|_cluster\d+", "", key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "")
                   .replace("_async", "").replace("_early", "").replace("_half", "").replace("_banks", "")
                   .replace("_loadsfirst", ""))
 
@@ -485,7 +487,7 @@ def test_gluon_dispatch_rule_and_plan():
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=False).gluon_early
     from attnkit.mqa_decode.interface import _key
     # the warm-up compiles what a step launches
-    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2"
+    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16"
 
 
 def test_gluon_one_loop_option(monkeypatch):
@@ -503,7 +505,7 @@ def test_gluon_one_loop_option(monkeypatch):
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "1")
     one = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
     assert one.one_loop and not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=False).one_loop
-    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst_prologue1"
+    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst_prologue1_cluster16"
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "yes")
     with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_ONE_LOOP"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
@@ -533,7 +535,7 @@ def test_gluon_one_loop_option(monkeypatch):
     assert swapab_plan(4, 16, 640, 132, 5, "cuda", gluon=True).prologue == 1  # 5 splits of two tiles
     for lvl in (1, 2):
         pro = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=lvl)
-        assert pro.prologue == lvl and _key("swapab", 16, pro, "fp8")[0].endswith(f"_prologue{lvl}")
+        assert pro.prologue == lvl and f"_prologue{lvl}_" in _key("swapab", 16, pro, "fp8")[0] + "_"
     assert not _key("swapab", 16, swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_prologue=0),
                     "fp8")[0].endswith("_prologue0")
     for opts in (dict(pdl_early=True), dict(gluon_async=True), dict(gluon_one_loop=True), dict(gluon_half=True),
@@ -556,12 +558,17 @@ def test_gluon_one_loop_option(monkeypatch):
 
 
 def test_gluon_cluster_plan(monkeypatch):
-    """gluon_cluster: off by default; on, a token's splits run as one cluster of the next power of two of CTAs (at
+    """gluon_cluster: the rule by default (config.gluon_cluster_rule); on, a token's splits run as one cluster of the next power of two of CTAs (at
     least 2, at most 16) and the merge is neither fused nor launched apart; refused with gluon_fused, beyond 16
     splits, and for a bad ATTNKIT_MQA_GLUON_CLUSTER; the compile key names the cluster size."""
     from attnkit.mqa_decode.config import swapab_plan
     from attnkit.mqa_decode.interface import _key
-    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster == 0
+    # the rule: 16 heads x 1-4 tokens, 32 heads x 2-4, at most 16 splits, not with the fused merge
+    assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).cluster for T in (1, 4, 5, 8, 16)] == [4, 4, 0, 0, 0]
+    assert [swapab_plan(T, 32, 640, 132, None, "cuda", gluon=True).cluster for T in (1, 2, 4, 5)] == [0, 4, 4, 0]
+    assert swapab_plan(2, 16, 1280, 132, None, "cuda", gluon=True).cluster == 0  # 20 splits
+    assert swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True, fused_merge=True).cluster == 0
+    assert not swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=True).fused_merge
     for T, n_slots, splits, ctas in ((1, 640, 10, 16), (16, 640, 5, 8), (32, 640, 4, 4), (64, 640, 2, 2),
                                      (1, 48, 1, 2), (2, 64, 1, 2)):
         p = swapab_plan(T, 16, n_slots, 132, None, "cuda", gluon=True, gluon_cluster=True)
@@ -573,8 +580,10 @@ def test_gluon_cluster_plan(monkeypatch):
     with pytest.raises(ValueError, match="gluon_cluster"):  # 1280 slots: the split rule gives 20
         swapab_plan(1, 16, 1280, 132, None, "cuda", gluon=True, gluon_cluster=True)
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", "1")
-    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster == 4
-    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=False).cluster == 0
+    assert swapab_plan(1, 32, 640, 132, None, "cuda", gluon=True).cluster == 4
+    assert swapab_plan(1, 32, 640, 132, None, "cuda", gluon=True, gluon_cluster=False).cluster == 0
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", "0")
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster == 0
     for bad in ("yes", "2", "true", " 1"):
         monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", bad)
         with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_CLUSTER"):
@@ -746,7 +755,7 @@ def test_gluon_half_tile_plan(monkeypatch):
     with pytest.raises(ValueError, match="gluon_half"):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half="yes")
     assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half_loadsfirst_prologue1"
-    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2"
+    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16"
     monkeypatch.setattr(C, "GLUON_HALF_BY_RULE", True)
     assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).live for T in (1, 4, 6, 7, 8, 16)] == \
         [32, 32, 32, 64, 64, 64]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens

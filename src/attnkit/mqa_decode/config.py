@@ -484,11 +484,35 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 # merges 512 / CTAs output dims of every head from the partials (kernel_swapab_gluon._merge_slice). One launch, and
 # no program waits on one that may not have started (the cluster's CTAs are co-scheduled). Predicted from the
 # sync-cost experiment (benchmarks/experiments/sync-cost-h200-0d0157c.json: a cluster barrier after 32 KB partial
-# stores +0.30 us a launch, against the merge launch's 2.2-4.4 us). Not timed yet: off.
-GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", False,
+# stores +0.30 us a launch, against the merge launch's 2.2-4.4 us). Measured (sweep mqa-gluon-cluster, 5 rounds,
+# paired cluster / rule, attention with its merge; 16 / 32 heads x 1-16 tokens x fp8 / nvfp4):
+#   first form (ac26a85, benchmarks/sweeps/h200-ac26a85/): slower everywhere, 1.13-1.20 at 16 heads x 1-4 tokens,
+#     1.46-1.54 at 32 heads, 1.71-2.30 at 8-16 tokens. Its parts (benchmarks/sweeps/h200-d3fc3a6/
+#     sweep-mqa-gluon-cluster-parts.json, diagnostics variants, 16 heads x 1 token fp8, us): the attention without a
+#     merge 5.3, the cluster launch without barrier or merge 5.6, with the barrier 5.9, whole 8.8 (32 heads: 6.9 /
+#     7.0 / 7.4 / 14.4): the launch and the barrier cost 0.6 us, the merge after it 2.9-7 us, its partial loads
+#     (read past L1, an online loop over the splits) issued split after split, each after the last one's sums.
+#   second form (f8e405f, benchmarks/sweeps/h200-f8e405f/): the merge over [splits, H, dims] tiles, every partial load
+#     issued at once, plain loads after the acquire: 0.879-0.950 at 16 heads x 1-4 tokens, 0.937-0.955 at 32 heads x
+#     2-4 tokens, 1.003 / 0.991 at 32 heads x 1 token (fp8 / nvfp4; whole steps 1.028 / 0.982), 1.42-1.63 at 8-16
+#     tokens, where the 128 CTAs in clusters of 16 or 8 do not all fit at once (a cluster's CTAs share one GPC, one
+#     program of this kernel per SM). Parts at f8e405f (same grid file name there): whole 7.0 us at 16 heads x 1 token
+#     fp8 against the rule's 7.6 and 5.3 without a merge.
+# So the rule: on at GLUON_CLUSTER_TOKENS (per head count, the token counts where it won both formats, attention and
+# step), off elsewhere.
+GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", None,
                        "Gluon swap-AB kernel: each token's splits run as one thread-block cluster of up to 16 CTAs "
                        "that merges them after a cluster barrier (one launch, no merge kernel); needs at most 16 "
-                       "splits per token, not with gluon_fused")
+                       "splits per token, not with gluon_fused; default: the rule (config.gluon_cluster_rule)")
+GLUON_CLUSTER_TOKENS = {16: range(1, 5), 32: range(2, 5)}  # the sweep above (f8e405f)
+
+
+def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None) -> bool:
+    """gluon_cluster's default: on where its sweep won (GLUON_CLUSTER_TOKENS), a token's splits fit one cluster and
+    the fused merge is not asked for."""
+    return T in GLUON_CLUSTER_TOKENS.get(H, ()) and splits <= CLUSTER_MAX_CTAS and not fused
+
+
 CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
 
 
@@ -570,7 +594,9 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "gluon_async")
         if one and not gluon_prefetch:
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
-        cluster = bool(GLUON_CLUSTER.resolve(gluon_cluster))
+        cluster = GLUON_CLUSTER.resolve(gluon_cluster)
+        if cluster is None:  # the rule (see GLUON_CLUSTER)
+            cluster = gluon_cluster_rule(T, H, splits, fused)
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
         if cluster and splits > CLUSTER_MAX_CTAS:
