@@ -590,6 +590,22 @@ def test_gluon_cluster_plan(monkeypatch):
             swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
 
 
+def test_gluon_cluster_refused_where_the_triton_kernel_runs(device, monkeypatch):
+    """gluon_cluster asked for (keyword or ATTNKIT_MQA_GLUON_CLUSTER) where the Triton swap-AB kernel runs, which
+    launches its merge apart: a ValueError naming it, not a silently ignored option; a bad value is refused whichever
+    kernel runs; the head-padded kernel ignores it (a Gluon swap-AB option)."""
+    inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
+    with pytest.raises(ValueError, match="gluon_cluster"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=False, gluon_cluster=True)
+    with pytest.raises(ValueError, match="gluon_cluster"):
+        mqa_headpad_call(inp, kernel="headpad", gluon_cluster="yes")
+    mqa_headpad_call(inp, kernel="headpad", gluon_cluster=True)
+    mqa_headpad_call(inp, kernel="swapab", gluon=False, gluon_cluster=False)
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", "1")
+    with pytest.raises(ValueError, match="gluon_cluster"):
+        mqa_headpad_call(inp, kernel="swapab", gluon=False)
+
+
 def test_gluon_banks_rule(monkeypatch):
     """gluon_banks: on by default for nvfp4 compressed records, off for fp8 (config.GLUON_BANKS's sweep); the keyword
     and ATTNKIT_MQA_GLUON_BANKS override it both ways; never with gluon_async (off by the rule, refused if asked)."""

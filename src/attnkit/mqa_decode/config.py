@@ -600,8 +600,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
         if cluster and splits > CLUSTER_MAX_CTAS:
-            raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} CTAs; "
-                             f"this step has {splits} (num_splits or the split rule)")
+            raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} "
+                             f"CTAs; this step has {splits} (num_splits or the split rule)")
         fused_m = False if cluster else (splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused))
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
         if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart

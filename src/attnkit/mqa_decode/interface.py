@@ -219,7 +219,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY, MERGE_WARPS,
+    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY, MERGE_WARPS,
                          PDL_EARLY_INPUTS,
                          SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
@@ -240,6 +240,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         kernel = "swapab" if use_swapab(T, H, comp_format, SWAPAB_PER_FORMAT.resolve(swapab_per_format),
                                         gluon=use_gluon) else "headpad"
     require(kernel != "swapab" or H in SWAPAB_HEADS, "kernel", f"swapab takes H in {SWAPAB_HEADS}, got H={H}")
+    cluster_asked = GLUON_CLUSTER.resolve(gluon_cluster)  # a bad value raises here, whichever kernel runs
+    require(not (cluster_asked and kernel == "swapab" and not use_gluon), "gluon_cluster",
+            "merges in the clusters of the Gluon swap-AB kernel; the Triton swap-AB kernel (gluon off, or where Gluon "
+            "cannot run) launches its merge apart")
     use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel, T))
     pl = pdl_launch(use_pdl)
     early_asked = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs))  # a bad value raises here, with or without pdl

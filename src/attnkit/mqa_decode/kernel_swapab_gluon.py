@@ -21,7 +21,8 @@ Warps      4 (one warpgroup) or 8: two warpgroups split the heads of S^T and the
 Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, page_size, stride] uint8;
            swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
            the fused merge, COUNT [T] int32 arrival counters (zero before the launch, zero after), SINK, OUT, LSE,
-           O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16.
+           O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16. With CLUSTER:
+           a 1-D grid of T clusters of 2^CLUSTER CTAs, NSPLIT the splits per token (at most 2^CLUSTER).
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
            from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
            x 2^14), fp32 accumulation, softmax in fp32 in the natural-log domain scaled by log2(e) after the
@@ -604,10 +605,9 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, 
     ok = (sp < S)[:, None] & (hs >= 0)[None, :]
     ms = gl.load(M_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=float("-inf"))
     ls = gl.load(L_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=0.0)
-    h3 = gl.arange(0, H, layout=gl.SliceLayout(0, Lsh))
     d3 = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, Lhd))
     d3a = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))  # d3 for [1, 1, DPR]
-    a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + h3)[None, :] * 512)[:, :, None]
+    a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + hs)[None, :] * 512)[:, :, None]
                 + d3a[None, None, :], mask=ok[:, :, None] & (d3a >= 0)[None, None, :], other=0.0)
     big = gl.max(ms, axis=0)
     if SINK_ON:
@@ -844,8 +844,8 @@ def mqa_swapab_gluon_kernel(
             dep = gl.inline_asm_elementwise(CLUSTER_BARRIER_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False,
                                             pack=1) * 0
         if CLUSTER_DIAG == 0:
-            _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as, H,
-                         CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
+            _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as,
+                         H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
     else:
         gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
         gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
