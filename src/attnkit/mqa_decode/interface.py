@@ -219,8 +219,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY, MERGE_WARPS,
-                         PDL_EARLY_INPUTS,
+    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY,
+                         MERGE_WARPS, PDL_EARLY_INPUTS,
                          SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
                          headpad_plan, merge_dc_rule, merge_warps as merge_warps_rule, swapab_plan,
