@@ -270,7 +270,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                            gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
-                           gluon_cluster=gluon_cluster)
+                           gluon_cluster=cluster_asked)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format, headpad_ids_early)
