@@ -490,7 +490,7 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 #     1.46-1.54 at 32 heads, 1.71-2.30 at 8-16 tokens. Its parts (benchmarks/sweeps/h200-d3fc3a6/
 #     sweep-mqa-gluon-cluster-parts.json, diagnostics variants, 16 heads x 1 token fp8, us): the attention without a
 #     merge 5.3, the cluster launch without barrier or merge 5.6, with the barrier 5.9, whole 8.8 (32 heads: 6.9 /
-#     7.0 / 7.4 / 14.4): the launch and the barrier cost 0.6 us, the merge after it 2.9-7 us, its partial loads
+#     7.0 / 7.4 / 14.4): the launch and the barrier cost 0.6 us, the merge after it 2.9-8.1 us, its partial loads
 #     (read past L1, an online loop over the splits) issued split after split, each after the last one's sums.
 #   second form (f8e405f, benchmarks/sweeps/h200-f8e405f/): the merge over [splits, H, dims] tiles, every partial load
 #     issued at once, plain loads after the acquire: 0.879-0.950 at 16 heads x 1-4 tokens, 0.937-0.955 at 32 heads x
