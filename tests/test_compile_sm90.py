@@ -301,20 +301,3 @@ def test_cluster_merge_stores_its_partials_before_the_cluster_barrier_and_reads_
         assert cl["arrivals"] == cl["waits"] == 1 and cl["release"], (name, cl)
         assert cl["stores_before"] >= 16 and 1 <= cl["stores_after"] <= 3, (name, cl)
         assert cl["l1_invalidated"] and cl["loads_after"] >= 16 and 0 < cl["last_load"] < cl["first_exp"], (name, cl)
-
-
-def test_dsmem_cluster_merge_exchanges_its_partials_in_shared_memory():
-    """gluon_dsmem (mqa_decode's cluster merge through the cluster's shared memory): the partials stored to this
-    CTA's shared memory before the first arrival and no global store before it; after the first wait the merge's
-    loads are generic loads of the other CTAs' shared memory (LD, from mapa addresses: no LDG), the partial
-    accumulators' in 8- or 16-byte vectors (m and l one by one); a second arrival after the last of them, then the output's stores, then the second wait (no CTA exits
-    while another may read its shared memory). The global form fails it (LDG loads, one barrier)."""
-    names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early loads_first prologue2 cluster16",
-             "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks loads_first prologue2 cluster16"]
-    got = _compiled(f"[[cc.dsmem_merge_order(x + s) for s in ('', ' dsmem')] for x in {names!r}]")
-    for name, (glob, ds) in zip(names, got):
-        assert glob["arrivals"] == 1 or glob["ldg_after"] > 0, (name, glob)
-        assert ds["arrivals"] == ds["waits"] == 2, (name, ds)
-        assert ds["stg_before"] == 0 and ds["sts_before"] >= 16, (name, ds)
-        assert ds["ldg_after"] == 0 and ds["ld_vector"] >= 16 and ds["ld_after"] - ds["ld_vector"] <= 32, (name, ds)
-        assert ds["last_ld"] < ds["second_arrival"] < ds["first_stg_after"] < ds["second_wait"], (name, ds)

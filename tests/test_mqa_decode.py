@@ -590,30 +590,6 @@ def test_gluon_cluster_plan(monkeypatch):
             swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
 
 
-def test_gluon_dsmem_plan(monkeypatch):
-    """gluon_dsmem: off by the rule until timed (config.GLUON_DSMEM_BY_RULE); on, it rides on the cluster merge (the
-    compile key names it) and is refused by name without one; a bad ATTNKIT_MQA_GLUON_DSMEM is refused."""
-    from attnkit.mqa_decode.config import GLUON_DSMEM_BY_RULE, swapab_plan
-    from attnkit.mqa_decode.interface import _key
-    monkeypatch.delenv("ATTNKIT_MQA_GLUON_DSMEM", raising=False)
-    monkeypatch.delenv("ATTNKIT_MQA_GLUON_CLUSTER", raising=False)
-    p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
-    assert p.cluster == 4 and p.dsmem == GLUON_DSMEM_BY_RULE
-    p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_dsmem=True)
-    assert p.dsmem and _key("swapab", 16, p, "fp8")[0].endswith("_cluster16_dsmem")
-    assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_dsmem=False).dsmem
-    assert not swapab_plan(8, 16, 640, 132, None, "cuda", gluon=True).dsmem  # no cluster at 8 tokens
-    with pytest.raises(ValueError, match="gluon_dsmem"):
-        swapab_plan(8, 16, 640, 132, None, "cuda", gluon=True, gluon_dsmem=True)
-    with pytest.raises(ValueError, match="gluon_dsmem"):
-        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=False, gluon_dsmem=True)
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_DSMEM", "true")
-    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_DSMEM"):
-        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_DSMEM", "1")
-    assert swapab_plan(2, 32, 640, 132, None, "cuda", gluon=True).dsmem
-
-
 def test_gluon_cluster_refused_where_the_triton_kernel_runs(device, monkeypatch):
     """gluon_cluster asked for (keyword or ATTNKIT_MQA_GLUON_CLUSTER) where the Triton swap-AB kernel runs, which
     launches its merge apart: a ValueError naming it, not a silently ignored option; a bad value is refused whichever
@@ -624,10 +600,6 @@ def test_gluon_cluster_refused_where_the_triton_kernel_runs(device, monkeypatch)
     with pytest.raises(ValueError, match="gluon_cluster"):
         mqa_headpad_call(inp, kernel="headpad", gluon_cluster="yes")
     mqa_headpad_call(inp, kernel="headpad", gluon_cluster=True)
-    with pytest.raises(ValueError, match="gluon_dsmem"):
-        mqa_headpad_call(inp, kernel="swapab", gluon=False, gluon_dsmem=True)
-    with pytest.raises(ValueError, match="gluon_dsmem"):
-        mqa_headpad_call(inp, kernel="headpad", gluon_dsmem="yes")
     mqa_headpad_call(inp, kernel="swapab", gluon=False, gluon_cluster=False)
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER", "1")
     with pytest.raises(ValueError, match="gluon_cluster"):
@@ -1029,23 +1001,22 @@ def test_gluon_fused_merge_replays_and_leaves_its_counters_at_zero():
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("dsmem", [False, True])
 @pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
                                   "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t16-fp8",
                                   "mqa_decode-step-h32-t1-nvfp4"])
-def test_gluon_cluster_merge_matches_the_merge_kernel(case, dsmem):
-    """gluon_cluster (the splits of a token one thread-block cluster that merges them after a cluster barrier; with
-    gluon_dsmem the partials through the cluster's shared memory) against the same kernel with the merge launched
-    apart: the same partials summed in another order, so within a bf16 rounding; the fp32 output and LSE within
-    fp32 rounding; repeatable to the bit; no merge launch; and right by the oracle's compare rule."""
+def test_gluon_cluster_merge_matches_the_merge_kernel(case):
+    """gluon_cluster (the splits of a token one thread-block cluster that merges them after a cluster barrier) against
+    the same kernel with the merge launched apart: the same partials summed in another order, so within a bf16
+    rounding; the fp32 output and LSE within fp32 rounding; repeatable to the bit; no merge launch; and right by the
+    oracle's compare rule."""
     _gluon_or_skip()
     from attnkit.mqa_decode.interface import LAUNCHED_KEYS
     inp = make_inputs(shapes.get(case), "cuda", 17)
     apart = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_fused=False)
     n0 = len(LAUNCHED_KEYS)
-    cl = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True, gluon_dsmem=dsmem) for _ in range(2)]
+    cl = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True) for _ in range(2)]
     keys = LAUNCHED_KEYS[n0:]
-    assert len(keys) == 2 and all("_cluster" in k[0] and ("_dsmem" in k[0]) == dsmem for k in keys), keys
+    assert len(keys) == 2 and all("_cluster" in k[0] for k in keys), keys
     assert torch.equal(cl[0][0], cl[1][0]) and torch.equal(cl[0][1], cl[1][1])
     assert (cl[0][0].float() - apart[0].float()).abs().max() <= 2 * apart[0].float().abs().max() * 2 ** -8
     torch.testing.assert_close(cl[0][1], apart[1], rtol=1e-5, atol=1e-5)
@@ -1056,25 +1027,7 @@ def test_gluon_cluster_merge_matches_the_merge_kernel(case, dsmem):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
-                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h32-t1-nvfp4"])
-def test_gluon_dsmem_gives_the_cluster_merge_bits(case):
-    """gluon_dsmem moves the cluster merge's partials through the cluster's shared memory instead of global memory;
-    the arithmetic and its order are the same, so the outputs (bf16, fp32) and the LSE are the same bits, and with
-    a forced split count whose clusters hold ranks that run no tile (3 splits in clusters of 4)."""
-    _gluon_or_skip()
-    inp = make_inputs(shapes.get(case), "cuda", 23)
-    for ns in (None, 3):
-        kw = dict(kernel="swapab", gluon=True, gluon_cluster=True, num_splits=ns, _return_fp32=True)
-        glob = mqa_headpad_call(inp, **kw)
-        ds = mqa_headpad_call(inp, gluon_dsmem=True, **kw)
-        for a, b in zip(glob, ds):
-            assert torch.equal(a, b), (case, ns)
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("dsmem", [False, True])
-def test_gluon_cluster_merge_replays_in_a_step(dsmem):
+def test_gluon_cluster_merge_replays_in_a_step():
     """The clustered attention captured as a step launches it (programmatic dependent launch, the query prepared
     before the wait, the caller's workspace) replays to the eager bits, also after the inputs change in place; the
     cluster merge writes the fp32 output (the MXFP8 path's input) too."""
@@ -1089,8 +1042,8 @@ def test_gluon_cluster_merge_replays_in_a_step(dsmem):
     lse = torch.empty(T, H, device="cuda")
     args = (inp["q"], inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"],
             inp["cos_sin"], inp["sink"], H, inp["softmax_scale"], "nvfp4")
-    kw = dict(kernel="swapab", gluon=True, gluon_cluster=True, gluon_dsmem=dsmem, validate=False, out=out, lse=lse,
-              workspace=ws, pdl=True, pdl_early_inputs=True)
+    kw = dict(kernel="swapab", gluon=True, gluon_cluster=True, validate=False, out=out, lse=lse, workspace=ws,
+              pdl=True, pdl_early_inputs=True)
     mqa_decode_attention(*args, **kw)
     ref = out.clone()
     graph = torch.cuda.CUDAGraph()
@@ -1102,8 +1055,7 @@ def test_gluon_cluster_merge_replays_in_a_step(dsmem):
         assert torch.equal(out, ref)
     inp["q"].mul_(0.5)
     graph.replay()
-    eager, _, o32 = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_cluster=True, gluon_dsmem=dsmem,
-                                         _return_fp32=True)
+    eager, _, o32 = mqa_decode_attention(*args, kernel="swapab", gluon=True, gluon_cluster=True, _return_fp32=True)
     assert torch.equal(out, eager)
     assert torch.equal(o32.to(torch.bfloat16), eager)
 

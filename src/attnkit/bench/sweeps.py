@@ -1105,22 +1105,6 @@ SWEEPS["mqa-gluon-cluster"] = Sweep(
      ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
 
 
-SWEEPS["mqa-gluon-dsmem"] = Sweep(
-    "mqa_decode", "the cluster merge with its partials exchanged through the cluster's shared memory (gluon_dsmem) "
-    "against the cluster merge through global memory and the rule, attention and whole steps, 16 / 32 heads x 1-4 "
-    "tokens x fp8 / nvfp4 (where the clusters fit at once); head-padded for the ratio the targets name",
-    _mqa_steps((16, 32), (1, 2, 4)),
-    (("headpad", dict(kernel="headpad")),
-     ("rule", dict(kernel="swapab", gluon=True)),
-     ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True, gluon_dsmem=False)),
-     ("dsmem", dict(kernel="swapab", gluon=True, gluon_cluster=True, gluon_dsmem=True)),
-     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
-     ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True,
-                           gluon_dsmem=False)),
-     ("step-dsmem", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True,
-                         gluon_dsmem=True))))
-
-
 SWEEPS["mqa-gluon-cluster-parts"] = Sweep(
     "mqa_decode", "where the cluster merge's time goes (diagnostics variants, wrong by design: _diag_parts): the rule's "
     "attention without its merge launch, the cluster launch without its barrier and merge, with its barrier but no "

@@ -515,9 +515,6 @@ for _name, _kw, _what in (
         ("mqa_decode/gluon_swapab_cluster", dict(gluon_cluster=True),
          "kernel: the Gluon swap-AB decode with each token's splits run as one thread-block cluster that merges them "
          "after a cluster barrier (gluon_cluster; one launch, forced on every 16 / 32-head shape)"),
-        ("mqa_decode/gluon_swapab_dsmem", dict(gluon_cluster=True, gluon_dsmem=True),
-         "kernel: the Gluon swap-AB decode with the cluster merge's partials exchanged through the cluster's shared "
-         "memory (gluon_cluster, gluon_dsmem; one launch, forced on every 16 / 32-head shape)"),
         ("mqa_decode/gluon_swapab_regs128", dict(gluon_maxnreg=128),
          "kernel: the Gluon swap-AB decode with its registers capped at 128 (gluon_maxnreg: two programs per SM, the "
          "split rule counting them; forced on every 16 / 32-head shape) + the finishing merge")):

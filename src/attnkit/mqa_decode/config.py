@@ -256,7 +256,6 @@ class SwapabPlan:
     loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
     prologue: int = 0  # Gluon: how much of a program's first loads come before the query's stores (gluon_prologue)
     cluster: int = 0  # Gluon: log2 of the CTAs of a token's thread-block cluster, which merges it (gluon_cluster); 0 off
-    dsmem: bool = False  # Gluon, with cluster: the partials exchanged through the CTAs' shared memory (gluon_dsmem)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -516,19 +515,11 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None) -> bool:
 
 CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
 
-
-# The cluster merge's partials exchanged through distributed shared memory: each CTA stores its partial (acc [H, 512],
-# m, l in fp32: H * 2056 bytes, added to the launch's shared memory) to its own shared memory, and after the cluster
-# barrier each CTA reads its output dims of every split from the other CTAs' shared memory (ld.shared::cluster,
-# 8- or 16-byte vectors); a second cluster barrier keeps every CTA until all have read it. Where the global form
-# stores 32-64 KB per CTA to L2, waits for them at the release and reads them back from L2, this one stores to its
-# own shared memory and reads over the cluster's SM-to-SM network. Predicted: most of the merge after the barrier
-# (1.1-1.6 us at 16 heads, 1.8-2.1 at 32, the parts at f8e405f) is those two L2 round trips, so 0.5-1 us less.
-# Off until measured.
-GLUON_DSMEM = Switch("gluon_dsmem", "ATTNKIT_MQA_GLUON_DSMEM", None,
-                     "Gluon swap-AB kernel with the cluster merge (gluon_cluster): the partials exchanged through the "
-                     "cluster's shared memory instead of global memory; default: the rule (config.GLUON_DSMEM_BY_RULE)")
-GLUON_DSMEM_BY_RULE = False
+# Tried at e96e89e and removed (gluon_dsmem): the cluster merge's partials exchanged through the cluster's shared memory
+# (each CTA's acc, m, l stored to its own shared memory and read by the others with ld.shared::cluster after the
+# barrier; a second barrier before exit). The same bits; predicted 0.5-1 us less (no L2 round trips), measured slower
+# (benchmarks/sweeps/h200-e96e89e/sweep-mqa-gluon-dsmem.json, paired ÷ the global form 1.21-1.27 at 16 heads x 1-4
+# tokens, 1.36-1.40 at 32 heads): bound by the SM-to-SM network's throughput, about 18 KB per us per CTA.
 
 
 # Tried at 4ea6223 and removed (gluon_ahead): each next tile's records loaded into registers before the current tile
@@ -565,7 +556,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
                 gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
                 gluon_prologue: int | None = None, pdl_early: bool = False,
-                gluon_cluster: bool | None = None, gluon_dsmem: bool | None = None) -> SwapabPlan:
+                gluon_cluster: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -617,12 +608,6 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if cluster and splits > CLUSTER_MAX_CTAS:
             raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} "
                              f"CTAs; this step has {splits} (num_splits or the split rule)")
-        dsmem = GLUON_DSMEM.resolve(gluon_dsmem)
-        if dsmem is None:  # the rule (see GLUON_DSMEM)
-            dsmem = GLUON_DSMEM_BY_RULE and bool(cluster)
-        if dsmem and not cluster:
-            raise ValueError("gluon_dsmem: exchanges the cluster merge's partials; it needs gluon_cluster (on by rule "
-                             "at config.GLUON_CLUSTER_TOKENS)")
         fused_m = False if cluster else (splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused))
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
         if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart
@@ -640,7 +625,6 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=fused_m, cluster=max(1, (splits - 1).bit_length()) if cluster else 0,
-                          dsmem=bool(dsmem),
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)

@@ -70,8 +70,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
            + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
-           + (f"_cluster{1 << plan.cluster}" if getattr(plan, "cluster", 0) else "")
-           + ("_dsmem" if getattr(plan, "dsmem", False) else ""))
+           + (f"_cluster{1 << plan.cluster}" if getattr(plan, "cluster", 0) else ""))
           if getattr(plan, "gluon", False) else "")
     gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
@@ -80,21 +79,17 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
         (plan.num_stages,) if hasattr(plan, "num_stages") else ())  # the head-padded kernel's pipeline stages
 
 
-def _cluster_launch(kernel, clusters: int, ctas: int, args: tuple, kwargs: dict, extra_smem: int = 0):
+def _cluster_launch(kernel, clusters: int, ctas: int, args: tuple, kwargs: dict):
     """Launch `kernel` as `clusters` thread-block clusters of `ctas` CTAs along x (a 1-D grid of clusters x ctas
     CTAs; cluster c holds CTAs c * ctas .. c * ctas + ctas - 1). The kernel is compiled as a plain one-CTA kernel
     (its layouts need no cluster form: the CTAs share nothing but global memory and the cluster barrier); Triton's
     launcher makes a cluster launch from the compiled kernel's num_ctas, which is set here on the compiled kernel
-    this launch's constexpr values select (a kernel compiled for cluster launches only: CLUSTER in its key).
-    extra_smem: bytes of shared memory added past the compiler's (16-byte aligned), which the kernel addresses from
-    the end of its dynamic shared memory (the DSMEM merge)."""
+    this launch's constexpr values select (a kernel compiled for cluster launches only: CLUSTER in its key)."""
     compiled = kernel.warmup(*args, grid=(clusters,), **kwargs)
     if hasattr(compiled, "result"):
         compiled = compiled.result()
     nw, nc, shared = compiled.packed_metadata
     require(nc in (1, ctas), "gluon_cluster", f"the compiled kernel launches clusters of {nc} CTAs, not {ctas}")
-    if extra_smem:
-        shared = -(-compiled.metadata.shared // 16) * 16 + extra_smem  # from the compiler's, on every call
     compiled.packed_metadata = (nw, ctas, shared)
     kernel[(clusters,)](*args, **kwargs)
 
@@ -108,7 +103,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         gluon_cluster=None, gluon_dsmem=None, merge_dc=None, merge_warps=None,
+                         gluon_cluster=None, merge_dc=None, merge_warps=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
@@ -148,8 +143,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ``ATTNKIT_MQA_GLUON_CLUSTER``): each token's splits run as one thread-block cluster of up to 16 CTAs that merges
     them itself after a cluster barrier, so the step is one launch (at most 16 splits per token; not with
     gluon_fused); default: the rule ``config.gluon_cluster_rule`` (16 heads x 1-4 tokens, 32 heads x 2-4).
-    gluon_dsmem (else ``ATTNKIT_MQA_GLUON_DSMEM``): with the cluster merge, the partials exchanged through the
-    cluster's shared memory instead of global memory (needs gluon_cluster); default: the rule.
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -226,7 +219,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_DSMEM, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY,
+    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY,
                          MERGE_WARPS, PDL_EARLY_INPUTS,
                          SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
@@ -251,10 +244,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(not (cluster_asked and kernel == "swapab" and not use_gluon), "gluon_cluster",
             "merges in the clusters of the Gluon swap-AB kernel; the Triton swap-AB kernel (gluon off, or where Gluon "
             "cannot run) launches its merge apart")
-    dsmem_asked = GLUON_DSMEM.resolve(gluon_dsmem)
-    require(not (dsmem_asked and kernel == "swapab" and not use_gluon), "gluon_dsmem",
-            "exchanges the partials of the Gluon swap-AB kernel's cluster merge; the Triton swap-AB kernel (gluon off, "
-            "or where Gluon cannot run) launches its merge apart")
     use_pdl = resolve_pdl(pdl, dev, pdl_rule("mqa_decode", kernel, T))
     pl = pdl_launch(use_pdl)
     early_asked = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs))  # a bad value raises here, with or without pdl
@@ -281,7 +270,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                            gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
-                           gluon_cluster=cluster_asked, gluon_dsmem=dsmem_asked)
+                           gluon_cluster=cluster_asked)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format, headpad_ids_early)
@@ -315,8 +304,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     pdl_early = early_asked and use_pdl and (gluon_path or kernel == "headpad")
     pdl_early_mode = (2 if _pdl_skip_wait else 1) if pdl_early else 0
     require(_diag_parts in (0, 1, 2, 3), "_diag_parts", "must be 0, 1, 2 or 3")
-    require(not (_diag_parts and kernel == "swapab" and getattr(plan, "dsmem", False)), "_diag_parts",
-            "has no variants of the gluon_dsmem merge")
     if _diag_parts:
         import warnings
         warnings.warn(f"_diag_parts={_diag_parts}: a diagnostics variant with a stage left out (1: the cluster launch "
@@ -340,8 +327,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         if clustered:
             _cluster_launch(mqa_swapab_gluon_kernel, T, 1 << plan.cluster,
                             (*args, *strides, count, sink, out, lse, o32),
-                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CLUSTER_DIAG=_diag_parts,
-                                 DSMEM=H * 2056 if plan.dsmem else 0), extra_smem=H * 2056 if plan.dsmem else 0)
+                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CLUSTER_DIAG=_diag_parts))
         else:
             mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, **kw)
     elif kernel == "swapab":
@@ -448,8 +434,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
                       headpad_ids_early=None,
-                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None,
-                      gluon_dsmem=None) -> set:
+                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -474,7 +459,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster,
-                             gluon_dsmem=gluon_dsmem)
+                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

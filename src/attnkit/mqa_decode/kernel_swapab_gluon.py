@@ -76,47 +76,6 @@ CLUSTER_BARRIER_ASM = gl.constexpr("barrier.cluster.arrive.release.aligned;\n"
                                    "mov.u32 $0, $1;")
 
 
-# DSMEM (the cluster merge's partials in shared memory, read by the other CTAs of the cluster): the launch adds
-# DSMEM bytes past the compiler's shared memory (interface._cluster_launch); $0 = the address of that tail in this
-# CTA's shared window ($1: its size in bytes), from the kernel's dynamic shared memory and its size
-SMEM_TAIL_ASM = gl.constexpr("{\n.reg .u32 tsz;\nmov.u32 $0, global_smem;\nmov.u32 tsz, %dynamic_smem_size;\n"
-                             "add.u32 $0, $0, tsz;\nsub.u32 $0, $0, $1;\n}")
-ST_SHARED_ASM = gl.constexpr("st.shared.f32 [$1], $2;\nmov.u32 $0, 0;")  # $2 to this CTA's shared address $1
-
-
-@gluon.constexpr_function
-def _ld_cluster_asm(n):
-    """PTX for n (1, 2 or 4) adjacent f32 ($0 .. $n-1) at the shared address of the first element ($n; 4n-byte
-    aligned) of the cluster's CTA of rank $2n: one vector load."""
-    dst = "$0" if n == 1 else "{" + ", ".join(f"${i}" for i in range(n)) + "}"
-    vec = "" if n == 1 else f".v{n}"
-    return (f"{{\n.reg .u32 ra;\nmapa.shared::cluster.u32 ra, ${n}, ${2 * n};\n"
-            f"ld.shared::cluster{vec}.f32 {dst}, [ra];\n}}")
-
-
-@gluon.constexpr_function
-def _ld_cluster_constraints(n):
-    return ",".join(["=f"] * n + ["r"] * (2 * n))
-# the second cluster barrier (DSMEM): a CTA's arrival (a release: after its reads of the other CTAs' shared memory)
-# and, before it exits, its wait for every CTA's arrival, so that no CTA's shared memory is read after it exits
-CLUSTER_ARRIVE_ASM = gl.constexpr("barrier.cluster.arrive.release.aligned;\nmov.u32 $0, $1;")
-CLUSTER_WAIT_ASM = gl.constexpr("barrier.cluster.wait.aligned;\nmov.u32 $0, $1;")
-
-
-@gluon.jit
-def _st_shared(addr, x):
-    """Store x (fp32) at this CTA's shared addresses addr (int32, elementwise)."""
-    gl.inline_asm_elementwise(ST_SHARED_ASM, "=r,r,f", [addr, x], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _ld_cluster(addr, rank, VEC: gl.constexpr = 1):
-    """The fp32 values at shared addresses addr (int32) of the cluster's CTAs of ranks rank (elementwise); VEC: each
-    thread's elements come in runs of VEC adjacent addresses of one rank (VEC * 4-byte aligned), one load each."""
-    return gl.inline_asm_elementwise(_ld_cluster_asm(VEC), _ld_cluster_constraints(VEC), [addr, rank],
-                                     dtype=gl.float32, is_pure=False, pack=VEC)
-
-
 @gluon.jit
 def _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N: gl.constexpr, PERTURB: gl.constexpr, rows_l: gl.constexpr):
     """Slot ids of list positions p0 .. p0 + BLOCK_N (bounded by p1) and their validity; PERTURB 1 (the
@@ -614,18 +573,12 @@ def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, st
 
 
 @gluon.constexpr_function
-def _merge_vec(heads, log2_ctas, warps):
-    """Adjacent output dims per thread in the cluster merge's layout: 2 to 4 (a RoPE pair, up to a 16-byte vector)."""
-    return max(2, min(4, heads * (512 >> log2_ctas) // (32 * warps)))
-
-
-@gluon.constexpr_function
 def _merge_layout(heads, log2_ctas, warps):
     """The cluster merge's [splits, H, DPR] layout (DPR = 512 >> log2_ctas output dims a CTA merges): every split of
-    an element in one thread, 2 to 4 adjacent dims per thread (_merge_vec), the warps over the heads, so that the
-    sums over the splits stay in the thread."""
+    an element in one thread, 2 to 4 adjacent dims per thread (a RoPE pair, up to a 16-byte vector), the warps over
+    the heads, so that the sums over the splits stay in the thread."""
     dpr = 512 >> log2_ctas
-    spt = _merge_vec(heads, log2_ctas, warps)
+    spt = max(2, min(4, heads * dpr // (32 * warps)))
     tpw_d = min(32, dpr // spt)
     return gl.BlockedLayout([1 << log2_ctas, 1, spt], [1, 32 // tpw_d, tpw_d], [1, warps, 1], [2, 1, 0])
 
@@ -633,7 +586,7 @@ def _merge_layout(heads, log2_ctas, warps):
 @gluon.jit
 def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, sn, stride_ms, stride_as,
                  H: gl.constexpr, CLUSTER: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
-                 WRITE_F32: gl.constexpr, L3: gl.constexpr, DSMEM: gl.constexpr = False, base=0):
+                 WRITE_F32: gl.constexpr, L3: gl.constexpr):
     """The finishing merge of token t's output dims [split * DPR, (split + 1) * DPR) of every head (DPR = 512 >>
     CLUSTER), run by the CTA of rank `split` of the token's cluster after the cluster barrier (`dep`, its result,
     orders the partial loads after it; its acquire makes the other CTAs' partial stores visible to plain loads).
@@ -650,21 +603,12 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, 
     sp = gl.arange(0, NS, layout=gl.SliceLayout(1, Lsh))
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, Lsh))
     ok = (sp < S)[:, None] & (hs >= 0)[None, :]
-    if not DSMEM:
-        ms = gl.load(M_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=float("-inf"))
-        ls = gl.load(L_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=0.0)
+    ms = gl.load(M_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=float("-inf"))
+    ls = gl.load(L_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=0.0)
     d3 = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, Lhd))
     d3a = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))  # d3 for [1, 1, DPR]
-    if DSMEM:  # from the shared memory of the CTA of rank sp (the split), at base: acc [H, 512], m [H], l [H]
-        rank = sp[:, None] + 0 * hs[None, :]
-        ms = gl.where(ok, _ld_cluster(base + dep + 2048 * H + 4 * hs[None, :] + 0 * sp[:, None], rank), float("-inf"))
-        ls = gl.where(ok, _ld_cluster(base + dep + 2052 * H + 4 * hs[None, :] + 0 * sp[:, None], rank), 0.0)
-        a = _ld_cluster((base + dep + 2048 * hs[None, :] + 0 * sp[:, None])[:, :, None] + 4 * d3a[None, None, :],
-                        rank[:, :, None] + 0 * d3a[None, None, :], _merge_vec(H, CLUSTER, gl.num_warps()))
-        a = gl.where(ok[:, :, None] & (d3a >= 0)[None, None, :], a, 0.0)
-    else:
-        a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + hs)[None, :] * 512)[:, :, None]
-                    + d3a[None, None, :], mask=ok[:, :, None] & (d3a >= 0)[None, None, :], other=0.0)
+    a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + hs)[None, :] * 512)[:, :, None]
+                + d3a[None, None, :], mask=ok[:, :, None] & (d3a >= 0)[None, None, :], other=0.0)
     big = gl.max(ms, axis=0)
     if SINK_ON:
         big = gl.maximum(big, sk)
@@ -672,8 +616,6 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, 
     w = gl.where(ms == float("-inf"), 0.0, gl.exp(ms - big_safe[None, :]))
     total = gl.sum(ls * w, axis=0)
     o = gl.sum(a * w[:, :, None], axis=0)  # [H, DPR]
-    if DSMEM:  # every read of the other CTAs' shared memory done: this CTA's arrival at the exit barrier
-        gl.inline_asm_elementwise(CLUSTER_ARRIVE_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False, pack=1)
     if SINK_ON:
         total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
     nonempty = total > 0
@@ -705,10 +647,8 @@ def mqa_swapab_gluon_kernel(
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
     LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0, NSPLIT=1,
-    CLUSTER_DIAG: gl.constexpr = 0, DSMEM: gl.constexpr = 0,
+    CLUSTER_DIAG: gl.constexpr = 0,
 ):
-    # DSMEM (with CLUSTER; the launch adds DSMEM bytes of shared memory, H * 2056): the partials exchanged through the
-    # CTAs' shared memory instead of global memory, and a second cluster barrier before the CTAs exit
     # CLUSTER_DIAG (diagnostics variants, wrong by design): 1, the cluster launch without its barrier and merge; 2,
     # the barrier without the merge
     # PDL_EARLY (with PDL): the query, positions, cos_sin and slot ids are read and the query prepared before the
@@ -896,30 +836,16 @@ def mqa_swapab_gluon_kernel(
             i = gl.where(rope, (dm - 448) // 2, 0)
             c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
             sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
-        if DSMEM:
-            gl.static_assert(DSMEM == H * 2056, "DSMEM: the bytes of acc [H, 512], m [H] and l [H] in fp32")
-            gl.static_assert(CLUSTER_DIAG == 0, "DSMEM: no diagnostics variants")
-            base = gl.inline_asm_elementwise(SMEM_TAIL_ASM, "=r,r", [split * 0 + DSMEM], dtype=gl.int32,
-                                             is_pure=True, pack=1)
-            if split < NSPLIT:  # ranks past the split count ran no tile: no partial
-                _st_shared(base + 2048 * H + 4 * hs, m_i)
-                _st_shared(base + 2052 * H + 4 * hs, l_i)
-                _st_shared(base + (ho[None, :] * 2048 + do[:, None] * 4), acc)
-        else:
-            base = 0
-            if split < NSPLIT:  # ranks past the split count ran no tile: no partial
-                gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
-                gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
-                gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]),
-                         acc)
+        if split < NSPLIT:  # ranks past the split count ran no tile: no partial
+            gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
+            gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
+            gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
         if CLUSTER_DIAG != 1:
             dep = gl.inline_asm_elementwise(CLUSTER_BARRIER_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False,
                                             pack=1) * 0
         if CLUSTER_DIAG == 0:
             _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as,
-                         H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3, DSMEM > 0, base)
-        if DSMEM:  # no CTA exits (its shared memory freed) before every CTA has read it
-            gl.inline_asm_elementwise(CLUSTER_WAIT_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False, pack=1)
+                         H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
     else:
         gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
         gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)

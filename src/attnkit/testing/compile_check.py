@@ -399,15 +399,6 @@ def _variants():
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
                          PROLOGUE=2, CLUSTER=4),
                     dict(num_warps=8)))
-    for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # with gluon_dsmem (the partials exchanged through
-        # the cluster's shared memory)
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
-                    + " loads_first prologue2 cluster16 dsmem", mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
-                         PROLOGUE=2, CLUSTER=4, DSMEM=H * 2056),
-                    dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
@@ -619,31 +610,6 @@ def cluster_barrier_order(name: str, arch: int = 90) -> dict:
                    l1_invalidated=any(o.startswith("CCTL.IVALL") for o in tail[:3]),
                    loads_after=len(loads), last_load=max(loads, default=-1),
                    first_exp=next((i for i, o in enumerate(tail) if o.startswith("MUFU.EX2")), -1))
-    return out
-
-
-def dsmem_merge_order(name: str, arch: int = 90) -> dict:
-    """The variant `name`'s cluster merge in its sm_90 SASS, for the DSMEM form (partials in shared memory): the
-    cluster arrivals and waits; the global (STG) and shared (STS) stores before the first arrival; after the first
-    wait, the global loads (LDG), the generic loads (LD: ld.shared::cluster of another CTA's shared memory) and how
-    many of those are vectors (.64 / .128); and, counted from the first wait, the last generic load, the second
-    arrival, the first global store and the second wait."""
-    ops = _sass_opcodes(compile_named(name, arch)[0].asm["cubin"])
-    arv = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_ARV")]
-    wait = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_WAIT")]
-    out = dict(arrivals=len(arv), waits=len(wait))
-    if not (arv and wait):
-        return dict(out, ldg_after=0)
-    a, w = arv[0], wait[0]
-    tail = ops[w:]
-    ld = [i for i, o in enumerate(tail) if o.startswith("LD.")]
-    out.update(stg_before=sum(o.startswith("STG") for o in ops[:a]), sts_before=sum(o.startswith("STS") for o in ops[:a]),
-               ldg_after=sum(o.startswith("LDG") for o in tail), ld_after=len(ld),
-               ld_vector=sum(o.startswith("LD.") and (".64" in o or ".128" in o) for o in tail),
-               last_ld=max(ld, default=-1),
-               second_arrival=arv[1] - w if len(arv) > 1 else -1,
-               first_stg_after=next((i for i, o in enumerate(tail) if o.startswith("STG")), -1),
-               second_wait=wait[1] - w if len(wait) > 1 else -1)
     return out
 
 
