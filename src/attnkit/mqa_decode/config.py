@@ -498,19 +498,22 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 #     tokens, where the 128 CTAs in clusters of 16 or 8 do not all fit at once (a cluster's CTAs share one GPC, one
 #     program of this kernel per SM). Parts at f8e405f (same grid file name there): whole 7.0 us at 16 heads x 1 token
 #     fp8 against the rule's 7.6 and 5.3 without a merge.
-# So the rule: on at GLUON_CLUSTER_TOKENS (per head count, the token counts where it won both formats, attention and
-# step), off elsewhere.
+#   the same at e96e89e (benchmarks/sweeps/h200-e96e89e/sweep-mqa-gluon-dsmem.json, 5 rounds, 16 / 32 heads x 1-4
+#     tokens): at 32 heads x 1 token fp8 1.009 [0.985-1.018] (step 1.029), nvfp4 0.987 [0.986-0.987] (step 0.968).
+# So the rule: on at GLUON_CLUSTER_TOKENS (per head count and record format, the token counts where it won, attention
+# and step: at 32 heads x 1 token nvfp4 in both runs, fp8 in neither), off elsewhere.
 GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", None,
                        "Gluon swap-AB kernel: each token's splits run as one thread-block cluster of up to 16 CTAs "
                        "that merges them after a cluster barrier (one launch, no merge kernel); needs at most 16 "
                        "splits per token, not with gluon_fused; default: the rule (config.gluon_cluster_rule)")
-GLUON_CLUSTER_TOKENS = {16: range(1, 5), 32: range(2, 5)}  # the sweep above (f8e405f)
+GLUON_CLUSTER_TOKENS = {(16, "fp8"): range(1, 5), (16, "nvfp4"): range(1, 5),  # the sweeps above (f8e405f,
+                        (32, "fp8"): range(2, 5), (32, "nvfp4"): range(1, 5)}   # e96e89e)
 
 
-def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None) -> bool:
-    """gluon_cluster's default: on where its sweep won (GLUON_CLUSTER_TOKENS), a token's splits fit one cluster and
-    the fused merge is not asked for."""
-    return T in GLUON_CLUSTER_TOKENS.get(H, ()) and splits <= CLUSTER_MAX_CTAS and not fused
+def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_format: str = "fp8") -> bool:
+    """gluon_cluster's default: on where its sweeps won (GLUON_CLUSTER_TOKENS, per head count and compressed record
+    format), a token's splits fit one cluster and the fused merge is not asked for."""
+    return T in GLUON_CLUSTER_TOKENS.get((H, comp_format), ()) and splits <= CLUSTER_MAX_CTAS and not fused
 
 
 CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
@@ -602,7 +605,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
         cluster = GLUON_CLUSTER.resolve(gluon_cluster)
         if cluster is None:  # the rule (see GLUON_CLUSTER)
-            cluster = gluon_cluster_rule(T, H, splits, fused)
+            cluster = gluon_cluster_rule(T, H, splits, fused, comp_format)
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
         if cluster and splits > CLUSTER_MAX_CTAS:
