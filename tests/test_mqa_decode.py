@@ -225,7 +225,7 @@ def _kernel(key):
     """The kernel of a launch key, without its variant suffixes (nvfp4 from bits, PDL, the Gluon kernel's fused
     merge, which the rule picks where a token has at most two splits, its record-load layout for nvfp4, its loads
     order: loads first, the prologue level, the cluster merge)."""
-    return re.sub(r"_prologue\d|_cluster\d+", "", key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "")
+    return re.sub(r"_prologue\d|_cluster\d+s\d+", "", key[0].replace("_e2m1bits", "").replace("_pdl", "").replace("_fused", "")
                   .replace("_async", "").replace("_early", "").replace("_half", "").replace("_banks", "")
                   .replace("_loadsfirst", ""))
 
@@ -487,7 +487,7 @@ def test_gluon_dispatch_rule_and_plan():
     assert not swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_early=False).gluon_early
     from attnkit.mqa_decode.interface import _key
     # the warm-up compiles what a step launches
-    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16"
+    assert _key("swapab", 16, early, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16s10"
 
 
 def test_gluon_one_loop_option(monkeypatch):
@@ -505,7 +505,7 @@ def test_gluon_one_loop_option(monkeypatch):
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "1")
     one = swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
     assert one.one_loop and not swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_one_loop=False).one_loop
-    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst_prologue1_cluster16"
+    assert _key("swapab", 16, one, "fp8")[0] == "swapab_gluon_early_oneloop_loadsfirst_prologue1_cluster16s10"
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_LOOP", "yes")
     with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_ONE_LOOP"):
         swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True)
@@ -577,7 +577,7 @@ def test_gluon_cluster_plan(monkeypatch):
                                      (1, 48, 1, 2), (2, 64, 1, 2)):
         p = swapab_plan(T, 16, n_slots, 132, None, "cuda", gluon=True, gluon_cluster=True)
         assert (p.num_splits, 1 << p.cluster, p.fused_merge) == (splits, ctas, False), (T, n_slots)
-        assert _key("swapab", 16, p, "fp8")[0].endswith(f"_cluster{ctas}")
+        assert _key("swapab", 16, p, "fp8")[0].endswith(f"_cluster{ctas}s{splits}")
     assert swapab_plan(1, 16, 640, 132, 3, "cuda", gluon=True, gluon_cluster=True).cluster == 2  # 3 splits: 4 CTAs
     with pytest.raises(ValueError, match="gluon_cluster"):
         swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=True, fused_merge=True)
@@ -775,7 +775,7 @@ def test_gluon_half_tile_plan(monkeypatch):
     with pytest.raises(ValueError, match="gluon_half"):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half="yes")
     assert _key("swapab", 16, half, "fp8")[0] == "swapab_gluon_early_half_loadsfirst_prologue1"
-    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16"
+    assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16s10"
     monkeypatch.setattr(C, "GLUON_HALF_BY_RULE", True)
     assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).live for T in (1, 4, 6, 7, 8, 16)] == \
         [32, 32, 32, 64, 64, 64]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens

@@ -70,7 +70,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
            + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
-           + (f"_cluster{1 << plan.cluster}" if getattr(plan, "cluster", 0) else ""))
+           + (f"_cluster{1 << plan.cluster}s{plan.num_splits}" if getattr(plan, "cluster", 0) else ""))
           if getattr(plan, "gluon", False) else "")
     gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),

@@ -22,7 +22,8 @@ Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, pa
            swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
            the fused merge, COUNT [T] int32 arrival counters (zero before the launch, zero after), SINK, OUT, LSE,
            O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16. With CLUSTER:
-           a 1-D grid of T clusters of 2^CLUSTER CTAs, NSPLIT the splits per token (at most 2^CLUSTER).
+           a 1-D grid of T clusters of 2^CLUSTER CTAs, NSPLIT (constexpr) the splits per token (at most
+           2^CLUSTER; the merge's loads of the ranks past it are compiled out).
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
            from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
            x 2^14), fp32 accumulation, softmax in fp32 in the natural-log domain scaled by log2(e) after the
@@ -646,7 +647,7 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
-    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0, NSPLIT=1,
+    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0, NSPLIT: gl.constexpr = 1,
     CLUSTER_DIAG: gl.constexpr = 0,
 ):
     # CLUSTER_DIAG (diagnostics variants, wrong by design): 1, the cluster launch without its barrier and merge; 2,
