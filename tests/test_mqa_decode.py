@@ -573,12 +573,17 @@ def test_gluon_cluster_plan(monkeypatch):
     assert swapab_plan(2, 16, 1280, 132, None, "cuda", gluon=True).cluster == 0  # 20 splits
     assert swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True, fused_merge=True).cluster == 0
     assert not swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=True).fused_merge
-    for T, n_slots, splits, ctas in ((1, 640, 10, 16), (16, 640, 5, 8), (32, 640, 4, 4), (64, 640, 2, 2),
-                                     (1, 48, 1, 2), (2, 64, 1, 2)):
+    # a cluster of one CTA per split (at least 2) up to 8 splits, the largest power of two of them merging; of 16
+    # from 9 splits, all merging
+    for T, n_slots, splits, ctas, mergers in ((1, 640, 10, 16, 16), (16, 640, 5, 5, 4), (32, 640, 4, 4, 4),
+                                              (64, 640, 2, 2, 2), (1, 48, 1, 2, 2), (2, 64, 1, 2, 2)):
         p = swapab_plan(T, 16, n_slots, 132, None, "cuda", gluon=True, gluon_cluster=True)
-        assert (p.num_splits, 1 << p.cluster, p.fused_merge) == (splits, ctas, False), (T, n_slots)
+        assert (p.num_splits, p.cluster_ctas, 1 << p.cluster, p.fused_merge) == (splits, ctas, mergers, False), T
         assert _key("swapab", 16, p, "fp8")[0].endswith(f"_cluster{ctas}s{splits}")
-    assert swapab_plan(1, 16, 640, 132, 3, "cuda", gluon=True, gluon_cluster=True).cluster == 2  # 3 splits: 4 CTAs
+    p = swapab_plan(1, 16, 640, 132, 3, "cuda", gluon=True, gluon_cluster=True)
+    assert (p.cluster_ctas, p.cluster) == (3, 1)  # 3 splits: 3 CTAs, 2 merging
+    p = swapab_plan(1, 16, 768, 132, 12, "cuda", gluon=True, gluon_cluster=True)
+    assert (p.num_splits, p.cluster_ctas, p.cluster) == (12, 16, 4)  # past 8 (the portable size): 16
     with pytest.raises(ValueError, match="gluon_cluster"):
         swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=True, fused_merge=True)
     with pytest.raises(ValueError, match="gluon_cluster"):  # 1280 slots: the split rule gives 20

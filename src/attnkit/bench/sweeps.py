@@ -1105,6 +1105,18 @@ SWEEPS["mqa-gluon-cluster"] = Sweep(
      ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
 
 
+SWEEPS["mqa-gluon-cluster-exact"] = Sweep(
+    "mqa_decode", "the cluster merge with one CTA per split up to 8 splits (clusters of 5 for the 5 splits of 16 "
+    "tokens, 4 of them merging, where clusters of 8 did not all fit at once) against the rule (the merge launched "
+    "apart), attention and whole steps, 16 / 32 heads x 16 / 32 tokens x fp8 / nvfp4; head-padded for the ratio",
+    _mqa_steps((16, 32), (16, 32)),
+    (("headpad", dict(kernel="headpad")),
+     ("rule", dict(kernel="swapab", gluon=True)),
+     ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
+
+
 SWEEPS["mqa-gluon-cluster-parts"] = Sweep(
     "mqa_decode", "where the cluster merge's time goes (diagnostics variants, wrong by design: _diag_parts): the rule's "
     "attention without its merge launch, the cluster launch without its barrier and merge, with its barrier but no "

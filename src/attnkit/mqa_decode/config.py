@@ -255,7 +255,8 @@ class SwapabPlan:
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
     loads_first: bool = False  # Gluon: a tile's record loads all before its first store (gluon_loads_first)
     prologue: int = 0  # Gluon: how much of a program's first loads come before the query's stores (gluon_prologue)
-    cluster: int = 0  # Gluon: log2 of the CTAs of a token's thread-block cluster, which merges it (gluon_cluster); 0 off
+    cluster: int = 0  # Gluon: log2 of the CTAs of a token's thread-block cluster that merge it (gluon_cluster); 0 off
+    cluster_ctas: int = 0  # Gluon: the CTAs of that cluster (cluster_size)
 
 
 # The swap-AB kernel in Gluon (kernel_swapab_gluon): one warpgroup, 64-slot tiles, each record value decoded once.
@@ -517,6 +518,21 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 
 
 CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
+CLUSTER_PORTABLE_CTAS = 8  # the largest portable cluster; Triton's launcher allows a non-portable size of 16 only
+
+
+def cluster_size(splits: int) -> tuple[int, int]:
+    """A token's cluster for the cluster merge: (CTAs, log2 of the CTAs that merge). Up to 8 splits one CTA per split
+    (at least 2), so that no CTA of the grid runs no tile (at 16 tokens the 5 splits' clusters of 8 did not all fit
+    at once: benchmarks/sweeps/h200-f8e405f/), and the merging CTAs the largest power of two among them (each merges
+    512 / 2^k output dims); 9 to 16 splits a cluster of 16, every CTA merging."""
+    if splits > CLUSTER_MAX_CTAS:
+        raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} CTAs; "
+                         f"this step has {splits} (num_splits or the split rule)")
+    if splits > CLUSTER_PORTABLE_CTAS:
+        return CLUSTER_MAX_CTAS, CLUSTER_MAX_CTAS.bit_length() - 1
+    ctas = max(2, splits)
+    return ctas, ctas.bit_length() - 1
 
 # Tried at e96e89e and removed (gluon_dsmem): the cluster merge's partials exchanged through the cluster's shared memory
 # (each CTA's acc, m, l stored to its own shared memory and read by the others with ld.shared::cluster after the
@@ -608,9 +624,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             cluster = gluon_cluster_rule(T, H, splits, fused, comp_format)
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
-        if cluster and splits > CLUSTER_MAX_CTAS:
-            raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} "
-                             f"CTAs; this step has {splits} (num_splits or the split rule)")
+        ctas, log2_mergers = cluster_size(splits) if cluster else (0, 0)
         fused_m = False if cluster else (splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused))
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
         if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart
@@ -627,7 +641,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
                              "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
         return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
-                          fused_merge=fused_m, cluster=max(1, (splits - 1).bit_length()) if cluster else 0,
+                          fused_merge=fused_m, cluster=log2_mergers, cluster_ctas=ctas,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
     block_n = SWAPAB_BLOCK_N.resolve(block_n)

@@ -70,7 +70,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + ("_banks" if plan.gluon_banks else "")
            + (f"_maxnreg{plan.maxnreg}" if plan.maxnreg else "") + ("_oneloop" if plan.one_loop else "")
            + ("_loadsfirst" if plan.loads_first else "") + (f"_prologue{plan.prologue}" if plan.prologue else "")
-           + (f"_cluster{1 << plan.cluster}s{plan.num_splits}" if getattr(plan, "cluster", 0) else ""))
+           + (f"_cluster{plan.cluster_ctas}s{plan.num_splits}" if getattr(plan, "cluster", 0) else ""))
           if getattr(plan, "gluon", False) else "")
     gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
@@ -326,9 +326,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                   ONE_LOOP=plan.one_loop, LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
                   num_warps=plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
         if clustered:
-            _cluster_launch(mqa_swapab_gluon_kernel, T, 1 << plan.cluster,
+            _cluster_launch(mqa_swapab_gluon_kernel, T, plan.cluster_ctas,
                             (*args, *strides, count, sink, out, lse, o32),
-                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CLUSTER_DIAG=_diag_parts))
+                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CTAS=plan.cluster_ctas,
+                                 CLUSTER_DIAG=_diag_parts))
         else:
             mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, **kw)
     elif kernel == "swapab":

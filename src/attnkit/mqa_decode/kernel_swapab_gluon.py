@@ -5,9 +5,10 @@ Computes   the same partials as kernel_swapab.mqa_swapab_kernel (its interpreter
            partial layout, same numerics): per token t and split s, S^T [slots, H] = KV . Q_rot^T, the softmax
            down the columns and O^T [512, H] += KV^T . P^T, un-normalized (m, l, acc). With FUSED_MERGE the token's
            last program to finish also merges its splits (_merge_token: kernel_merge's arithmetic), so a step is
-           one launch. With CLUSTER (log2 of the CTAs per thread-block cluster, 0: none) a token's splits are the
-           CTAs of one cluster (the split is the CTA's rank; ranks past the split count run no tile) and, after a
-           cluster barrier, each CTA merges 512 >> CLUSTER output dims of every head (_merge_slice): one launch.
+           one launch. With CLUSTER (log2 of the merging CTAs per thread-block cluster, 0: none) a token's splits
+           are the CTAs of one cluster of CTAS (the split is the CTA's rank; ranks past the split count run no tile)
+           and, after a cluster barrier, each of the first 2^CLUSTER CTAs merges 512 >> CLUSTER output dims of every
+           head (_merge_slice): one launch.
 Why        Triton loads and decodes the record tile once per MMA operand layout, and its mma v2 layout holds
            each value in two warps (docs/mqa_decode.md, the instruction census). Here the layouts are explicit:
            the raw record bytes of a 64-slot tile are loaded in a blocked layout (16 fp8 codes or 8 e2m1 pairs per
@@ -22,8 +23,9 @@ Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, pa
            swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
            the fused merge, COUNT [T] int32 arrival counters (zero before the launch, zero after), SINK, OUT, LSE,
            O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16. With CLUSTER:
-           a 1-D grid of T clusters of 2^CLUSTER CTAs, NSPLIT (constexpr) the splits per token (at most
-           2^CLUSTER; the merge's loads of the ranks past it are compiled out).
+           a 1-D grid of T clusters of CTAS CTAs (0: 2^CLUSTER), NSPLIT (constexpr) the splits per token (at most
+           CTAS; the merge's loads of the ranks past it are compiled out); ranks 0 .. 2^CLUSTER - 1 merge 512 >>
+           CLUSTER output dims each (2^CLUSTER <= CTAS).
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
            from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
            x 2^14), fp32 accumulation, softmax in fp32 in the natural-log domain scaled by log2(e) after the
@@ -574,30 +576,37 @@ def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, st
 
 
 @gluon.constexpr_function
-def _merge_layout(heads, log2_ctas, warps):
-    """The cluster merge's [splits, H, DPR] layout (DPR = 512 >> log2_ctas output dims a CTA merges): every split of
-    an element in one thread, 2 to 4 adjacent dims per thread (a RoPE pair, up to a 16-byte vector), the warps over
-    the heads, so that the sums over the splits stay in the thread."""
-    dpr = 512 >> log2_ctas
+def _merge_splits(nsplit):
+    """The cluster merge tile's splits dimension: the next power of two at or above the split count."""
+    return 1 << max(0, (nsplit - 1).bit_length())
+
+
+@gluon.constexpr_function
+def _merge_layout(heads, log2_mergers, nsplit, warps):
+    """The cluster merge's [splits, H, DPR] layout (DPR = 512 >> log2_mergers output dims a CTA merges; splits the
+    next power of two at or above nsplit): every split of an element in one thread, 2 to 4 adjacent dims per thread
+    (a RoPE pair, up to a 16-byte vector), the warps over the heads, so that the sums over the splits stay in the
+    thread."""
+    dpr = 512 >> log2_mergers
     spt = max(2, min(4, heads * dpr // (32 * warps)))
     tpw_d = min(32, dpr // spt)
-    return gl.BlockedLayout([1 << log2_ctas, 1, spt], [1, 32 // tpw_d, tpw_d], [1, warps, 1], [2, 1, 0])
+    return gl.BlockedLayout([_merge_splits(nsplit), 1, spt], [1, 32 // tpw_d, tpw_d], [1, warps, 1], [2, 1, 0])
 
 
 @gluon.jit
-def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S, dep, sk, c, sn, stride_ms, stride_as,
-                 H: gl.constexpr, CLUSTER: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
+def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr, dep, sk, c, sn, stride_ms,
+                 stride_as, H: gl.constexpr, CLUSTER: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
                  WRITE_F32: gl.constexpr, L3: gl.constexpr):
     """The finishing merge of token t's output dims [split * DPR, (split + 1) * DPR) of every head (DPR = 512 >>
     CLUSTER), run by the CTA of rank `split` of the token's cluster after the cluster barrier (`dep`, its result,
     orders the partial loads after it; its acquire makes the other CTAs' partial stores visible to plain loads).
-    kernel_merge's arithmetic over [2^CLUSTER splits, H, DPR] tiles (L3, _merge_layout: each thread holds every
+    kernel_merge's arithmetic over [splits (S up to a power of two), H, DPR] tiles (L3, _merge_layout: each thread holds every
     split of its elements, so every partial load is issued at once and the sums over the splits stay in the thread,
     in split order: deterministic); m and l loaded once per (split, head); the sink (sk [H], loaded before the
     barrier); the RoPE dims rotated back with the cos / sin (c, sn [DPR], loaded before the barrier; a dim's partner
     d ^ 1 is in the same thread); bf16 output, LSE (rank 0) and (WRITE_F32) the fp32 output."""
     DPR: gl.constexpr = 512 >> CLUSTER
-    NS: gl.constexpr = 1 << CLUSTER
+    NS: gl.constexpr = _merge_splits(S)
     Lsh: gl.constexpr = gl.SliceLayout(2, L3)  # [splits, H]
     Lhd: gl.constexpr = gl.SliceLayout(0, L3)  # [H, DPR]
     row0 = t.to(gl.int64) * H
@@ -647,8 +656,8 @@ def mqa_swapab_gluon_kernel(
     FUSED_MERGE: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr, WRITE_F32: gl.constexpr,
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
-    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0, NSPLIT: gl.constexpr = 1,
-    CLUSTER_DIAG: gl.constexpr = 0,
+    LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0,
+    NSPLIT: gl.constexpr = 1, CLUSTER_DIAG: gl.constexpr = 0, CTAS: gl.constexpr = 0,
 ):
     # CLUSTER_DIAG (diagnostics variants, wrong by design): 1, the cluster launch without its barrier and merge; 2,
     # the barrier without the merge
@@ -697,10 +706,12 @@ def mqa_swapab_gluon_kernel(
     raw_l5: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[3, 2, 1, 0])  # [chunk,] row, block, half, 16
     raw_l4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[2, 1, 0])  # [chunk,] row, block, 8 bytes
 
-    if CLUSTER:  # a 1-D grid of T clusters of 2^CLUSTER CTAs, launched as such (interface._cluster_launch)
+    if CLUSTER:  # a 1-D grid of T clusters of CTAS CTAs, launched as such (interface._cluster_launch)
         gl.static_assert(not FUSED_MERGE, "CLUSTER merges in the cluster; FUSED_MERGE in the last program")
-        t = gl.program_id(0) >> CLUSTER
-        split = gl.program_id(0) & ((1 << CLUSTER) - 1)  # the CTA's rank in its cluster
+        NCTA: gl.constexpr = CTAS if CTAS else 1 << CLUSTER
+        gl.static_assert((NSPLIT <= NCTA) and ((1 << CLUSTER) <= NCTA), "NSPLIT and the merging CTAs fit the cluster")
+        t = gl.program_id(0) // NCTA
+        split = gl.program_id(0) % NCTA  # the CTA's rank in its cluster
     else:
         t = gl.program_id(0)
         split = gl.program_id(1)
@@ -825,7 +836,7 @@ def mqa_swapab_gluon_kernel(
     if CLUSTER:
         # the merge's own inputs (the sink, the cos / sin of its RoPE dims) read before the barrier
         DPR: gl.constexpr = 512 >> CLUSTER
-        L3: gl.constexpr = _merge_layout(H, CLUSTER, NW)
+        L3: gl.constexpr = _merge_layout(H, CLUSTER, NSPLIT, NW)
         sk = 0.0
         if SINK_ON:
             sk = gl.load(SINK + gl.arange(0, H, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3))))
@@ -833,7 +844,7 @@ def mqa_swapab_gluon_kernel(
         sn = 0.0
         if ROPE_UNDO:
             dm = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, gl.SliceLayout(0, L3)))
-            rope = dm >= 448
+            rope = (dm >= 448) & (split < (1 << CLUSTER))  # (ranks past the merging ones: none)
             i = gl.where(rope, (dm - 448) // 2, 0)
             c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
             sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
@@ -845,8 +856,9 @@ def mqa_swapab_gluon_kernel(
             dep = gl.inline_asm_elementwise(CLUSTER_BARRIER_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False,
                                             pack=1) * 0
         if CLUSTER_DIAG == 0:
-            _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms, stride_as,
-                         H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
+            if split < (1 << CLUSTER):  # the merging ranks
+                _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms,
+                             stride_as, H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
     else:
         gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
         gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
