@@ -563,11 +563,11 @@ def test_gluon_cluster_plan(monkeypatch):
     splits, and for a bad ATTNKIT_MQA_GLUON_CLUSTER; the compile key names the cluster size."""
     from attnkit.mqa_decode.config import swapab_plan
     from attnkit.mqa_decode.interface import _key
-    # the rule: 16 heads x 1-4 tokens, 32 heads x 2-4 (and x 1 token for nvfp4), at most 16 splits, not with the
-    # fused merge
+    # the rule: 16 heads x 1-4 and 16 tokens, 32 heads x 2-4 and 16 (and x 1 token for nvfp4), at most 16 splits,
+    # not with the fused merge
     for fmt in ("fp8", "nvfp4"):
         assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
-                for T in (1, 4, 5, 8, 16)] == [4, 4, 0, 0, 0], fmt
+                for T in (1, 4, 5, 8, 15, 16, 17, 32)] == [4, 4, 0, 0, 0, 2, 0, 0], fmt
         assert [swapab_plan(T, 32, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
                 for T in (1, 2, 4, 5)] == [4 if fmt == "nvfp4" else 0, 4, 4, 0], fmt
     assert swapab_plan(2, 16, 1280, 132, None, "cuda", gluon=True).cluster == 0  # 20 splits

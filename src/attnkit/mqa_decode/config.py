@@ -501,14 +501,20 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 #     fp8 against the rule's 7.6 and 5.3 without a merge.
 #   the same at e96e89e (benchmarks/sweeps/h200-e96e89e/sweep-mqa-gluon-dsmem.json, 5 rounds, 16 / 32 heads x 1-4
 #     tokens): at 32 heads x 1 token fp8 1.009 [0.985-1.018] (step 1.029), nvfp4 0.987 [0.986-0.987] (step 0.968).
+#   with one CTA per split up to 8 splits (cluster_size; at dddc490, benchmarks/sweeps/h200-dddc490/
+#     sweep-mqa-gluon-cluster-exact.json, 5 rounds): at 16 tokens (5 splits of two tiles, clusters of 5, 4 merging;
+#     80 CTAs) 0.997 / 0.930 fp8 and 0.863 / 0.879 nvfp4 at 16 / 32 heads (steps 0.991 / 0.935 and 0.860 / 0.880);
+#     at 32 tokens (4 splits of three tiles, 128 CTAs in clusters of 4) 1.54-1.60 (steps 1.50-1.57): they do not all
+#     fit at once. 9-13 tokens (10 splits, clusters of 16) and 14-26 tokens other than 16 (5 splits) not measured.
 # So the rule: on at GLUON_CLUSTER_TOKENS (per head count and record format, the token counts where it won, attention
-# and step: at 32 heads x 1 token nvfp4 in both runs, fp8 in neither), off elsewhere.
+# and step: at 32 heads x 1 token nvfp4 in both runs, fp8 in neither; at 16 tokens everywhere, 16 heads fp8 by
+# 0.3-0.9 %), off elsewhere.
 GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", None,
                        "Gluon swap-AB kernel: each token's splits run as one thread-block cluster of up to 16 CTAs "
                        "that merges them after a cluster barrier (one launch, no merge kernel); needs at most 16 "
                        "splits per token, not with gluon_fused; default: the rule (config.gluon_cluster_rule)")
-GLUON_CLUSTER_TOKENS = {(16, "fp8"): range(1, 5), (16, "nvfp4"): range(1, 5),  # the sweeps above (f8e405f,
-                        (32, "fp8"): range(2, 5), (32, "nvfp4"): range(1, 5)}   # e96e89e)
+GLUON_CLUSTER_TOKENS = {(16, "fp8"): (1, 2, 3, 4, 16), (16, "nvfp4"): (1, 2, 3, 4, 16),  # the sweeps above
+                        (32, "fp8"): (2, 3, 4, 16), (32, "nvfp4"): (1, 2, 3, 4, 16)}  # (f8e405f, e96e89e, dddc490)
 
 
 def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_format: str = "fp8") -> bool:

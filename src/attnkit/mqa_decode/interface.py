@@ -142,8 +142,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     tiles, not with gluon_async, gluon_one_loop or pdl_early_inputs); default: the rule. gluon_cluster (else
     ``ATTNKIT_MQA_GLUON_CLUSTER``): each token's splits run as one thread-block cluster of up to 16 CTAs that merges
     them itself after a cluster barrier, so the step is one launch (at most 16 splits per token; not with
-    gluon_fused); default: the rule ``config.gluon_cluster_rule`` (16 heads x 1-4 tokens, 32 heads x 2-4, and
-    x 1 token for nvfp4 compressed records).
+    gluon_fused); default: the rule ``config.gluon_cluster_rule`` (16 heads x 1-4 and 16 tokens, 32 heads x 2-4
+    and 16, and x 1 token for nvfp4 compressed records).
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
