@@ -529,9 +529,9 @@ CLUSTER_PORTABLE_CTAS = 8  # the largest portable cluster; Triton's launcher all
 
 def cluster_size(splits: int) -> tuple[int, int]:
     """A token's cluster for the cluster merge: (CTAs, log2 of the CTAs that merge). Up to 8 splits one CTA per split
-    (at least 2), so that no CTA of the grid runs no tile (at 16 tokens the 5 splits' clusters of 8 did not all fit
-    at once: benchmarks/sweeps/h200-f8e405f/), and the merging CTAs the largest power of two among them (each merges
-    512 / 2^k output dims); 9 to 16 splits a cluster of 16, every CTA merging."""
+    (at least 2), so that the grid holds no CTA without a tile (at 16 tokens the 5 splits' clusters of 8 did not all
+    fit at once: benchmarks/sweeps/h200-f8e405f/), and the merging CTAs the largest power of two among them (each
+    merges 512 / 2^k output dims); 9 to 16 splits a cluster of 16, every CTA merging."""
     if splits > CLUSTER_MAX_CTAS:
         raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} CTAs; "
                          f"this step has {splits} (num_splits or the split rule)")
@@ -539,6 +539,7 @@ def cluster_size(splits: int) -> tuple[int, int]:
         return CLUSTER_MAX_CTAS, CLUSTER_MAX_CTAS.bit_length() - 1
     ctas = max(2, splits)
     return ctas, ctas.bit_length() - 1
+
 
 # Tried at e96e89e and removed (gluon_dsmem): the cluster merge's partials exchanged through the cluster's shared memory
 # (each CTA's acc, m, l stored to its own shared memory and read by the others with ld.shared::cluster after the

@@ -600,11 +600,12 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr
     """The finishing merge of token t's output dims [split * DPR, (split + 1) * DPR) of every head (DPR = 512 >>
     CLUSTER), run by the CTA of rank `split` of the token's cluster after the cluster barrier (`dep`, its result,
     orders the partial loads after it; its acquire makes the other CTAs' partial stores visible to plain loads).
-    kernel_merge's arithmetic over [splits (S up to a power of two), H, DPR] tiles (L3, _merge_layout: each thread holds every
-    split of its elements, so every partial load is issued at once and the sums over the splits stay in the thread,
-    in split order: deterministic); m and l loaded once per (split, head); the sink (sk [H], loaded before the
-    barrier); the RoPE dims rotated back with the cos / sin (c, sn [DPR], loaded before the barrier; a dim's partner
-    d ^ 1 is in the same thread); bf16 output, LSE (rank 0) and (WRITE_F32) the fp32 output."""
+    kernel_merge's arithmetic over [splits (S, up to a power of two), H, DPR] tiles (L3, _merge_layout: each thread
+    holds every split of its elements, so every partial load is issued at once and the sums over the splits stay in
+    the thread, in split order: deterministic; S a constexpr, so the splits past it cost no code); m and l loaded
+    once per (split, head); the sink (sk [H], loaded before the barrier); the RoPE dims rotated back with the cos /
+    sin (c, sn [DPR], loaded before the barrier; a dim's partner d ^ 1 is in the same thread); bf16 output, LSE
+    (rank 0) and (WRITE_F32) the fp32 output."""
     DPR: gl.constexpr = 512 >> CLUSTER
     NS: gl.constexpr = _merge_splits(S)
     Lsh: gl.constexpr = gl.SliceLayout(2, L3)  # [splits, H]
