@@ -1093,16 +1093,22 @@ SWEEPS["mqa-headpad-ids-early"] = Sweep(
 
 
 
+# the cluster merge's grids: head-padded (the targets' ratio), the rule, and the cluster merge forced, attention and
+# whole steps
+_MQA_CLUSTER_SETTINGS = (
+    ("headpad", dict(kernel="headpad")),
+    ("rule", dict(kernel="swapab", gluon=True)),
+    ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True)),
+    ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+    ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True)))
+
+
 SWEEPS["mqa-gluon-cluster"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel with each token's splits launched as one thread-block cluster that merges "
     "them after a cluster barrier (gluon_cluster: one launch, no merge kernel) against the rule, attention and whole "
     "steps, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4; head-padded for the ratio the targets name",
     _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
-    (("headpad", dict(kernel="headpad")),
-     ("rule", dict(kernel="swapab", gluon=True)),
-     ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True)),
-     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
-     ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
+    _MQA_CLUSTER_SETTINGS)
 
 
 SWEEPS["mqa-gluon-cluster-exact"] = Sweep(
@@ -1110,11 +1116,7 @@ SWEEPS["mqa-gluon-cluster-exact"] = Sweep(
     "tokens, 4 of them merging, where clusters of 8 did not all fit at once) against the rule (the merge launched "
     "apart), attention and whole steps, 16 / 32 heads x 16 / 32 tokens x fp8 / nvfp4; head-padded for the ratio",
     _mqa_steps((16, 32), (16, 32)),
-    (("headpad", dict(kernel="headpad")),
-     ("rule", dict(kernel="swapab", gluon=True)),
-     ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True)),
-     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
-     ("step-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True))))
+    _MQA_CLUSTER_SETTINGS)
 
 
 SWEEPS["mqa-gluon-cluster-parts"] = Sweep(
