@@ -790,6 +790,40 @@ def test_gluon_half_tile_plan(monkeypatch):
     assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_half=True).live == 32  # the keyword both
 
 
+def test_gluon_wide_tile_plan(monkeypatch):
+    """gluon_wide: 128 slots per tile, so splits in units of 128 slots (16 tokens: the 5 splits of two 64-slot tiles
+    become 5 of one wide tile); refused with gluon_async, gluon_half and prologue level 2; the rule (off until
+    GLUON_WIDE_TOKENS names a token count) per head count and format; the launch key says which kernel compiles."""
+    from attnkit.mqa_decode import config as C
+    from attnkit.mqa_decode.interface import _key
+    base = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True)
+    wide = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True)
+    assert (base.block_n, base.live, base.num_splits, base.slots_per_split) == (64, 64, 5, 128)
+    assert (wide.block_n, wide.live, wide.num_splits, wide.slots_per_split) == (128, 128, 5, 128)
+    assert (wide.cluster_ctas, wide.prologue) == (5, 1)  # the cluster merge as the rule's; level 2 needs 64 slots
+    for T in (1, 4, 16, 32, 64):
+        p = C.swapab_plan(T, 32, 640, 132, None, "cuda", gluon=True, gluon_wide=True)
+        assert p.slots_per_split % 128 == 0 and p.num_splits * p.slots_per_split >= 640
+        assert (p.num_splits - 1) * p.slots_per_split < 640  # no split without slots
+    assert C.swapab_plan(1, 16, 640, 132, 2, "cuda", gluon=True, gluon_wide=True).slots_per_split == 384
+    for bad in (dict(gluon_async=True), dict(gluon_half=True)):
+        with pytest.raises(ValueError, match="gluon_wide"):
+            C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, **bad)
+    with pytest.raises(ValueError, match="gluon_prologue"):
+        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, gluon_prologue=2)
+    with pytest.raises(ValueError, match="gluon_wide"):
+        C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide="2")
+    k_wide, k_base = _key("swapab", 16, wide, "fp8"), _key("swapab", 16, base, "fp8")
+    assert k_wide[0] == k_base[0] and (k_wide[2], k_base[2]) == (128, 64)  # BLOCK_N is in the key
+    monkeypatch.setattr(C, "GLUON_WIDE_TOKENS", {(16, "nvfp4"): (16,)})
+    assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, comp_format=f).live
+            for T, f in ((16, "nvfp4"), (8, "nvfp4"), (16, "fp8"))] == [128, 64, 64]
+    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4", gluon_async=True).live == 64
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_WIDE", "0")
+    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").live == 64
+    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True).live == 128  # keyword beats env
+
+
 def test_gluon_option_is_checked(device, monkeypatch):
     from attnkit._runtime import gluon_runs
     inp = make_inputs(shapes.get("mqa_decode-small-t1-h16-fp8"), device, 2)
@@ -934,6 +968,30 @@ def test_gluon_half_tiles_match_whole_tiles(case, fused):
     ref, ref_lse = mqa_decode_oracle(inp)
     base, base_lse = mqa_decode_baseline(inp)
     c = compare(half[0][0], ref, base, lse=half[0][1], lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("opts", [dict(), dict(gluon_fused=True), dict(gluon_cluster=True), dict(num_splits=2),
+                                  dict(gluon_loads_first=False), dict(gluon_cluster=False)])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t16-fp8",
+                                  "mqa_decode-step-h32-t16-nvfp4"])
+def test_gluon_wide_tiles_match_64_slot_tiles(case, opts):
+    """gluon_wide (128-slot tiles: one softmax over two 64-slot tiles' scores) against 64-slot tiles: the same slots
+    in other steps of the online softmax, so within a bf16 rounding of each other; repeatable to the bit; against the
+    fp64 oracle by the compare rule (the gate mqa_decode/gluon_swapab_wide runs every shape family). The small cases'
+    lists are shorter than a tile (rows past them masked); splits of one and of three wide tiles."""
+    _gluon_or_skip()
+    inp = make_inputs(shapes.get(case), "cuda", 13)
+    base = mqa_headpad_call(inp, kernel="swapab", gluon=True, **opts)
+    wide = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_wide=True, **opts) for _ in range(2)]
+    assert torch.equal(wide[0][0], wide[1][0]) and torch.equal(wide[0][1], wide[1][1])
+    assert (wide[0][0].float() - base[0].float()).abs().max() <= 2 * base[0].float().abs().max() * 2 ** -8
+    torch.testing.assert_close(wide[0][1], base[1], rtol=1e-5, atol=1e-5)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    b, b_lse = mqa_decode_baseline(inp)
+    c = compare(wide[0][0], ref, b, lse=wide[0][1], lse_ref=ref_lse, lse_base=b_lse)
     assert c.ok, c.reason
 
 

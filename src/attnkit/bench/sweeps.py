@@ -1130,6 +1130,20 @@ SWEEPS["mqa-gluon-cluster-parts"] = Sweep(
      ("cluster-barrier-only", dict(kernel="swapab", gluon=True, gluon_cluster=True, _diag_parts=2)),
      ("cluster", dict(kernel="swapab", gluon=True, gluon_cluster=True))))
 
+
+SWEEPS["mqa-gluon-wide"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel with 128-slot tiles (gluon_wide: each warpgroup's score product 64 slots, "
+    "one softmax and one value product over the 128; a split walks half as many tiles) against the rule, with the "
+    "rule's loads first and without, attention with its merge and whole steps, 16 / 32 heads x 1-32 tokens x fp8 / "
+    "nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("wide", dict(kernel="swapab", gluon=True, gluon_wide=True)),
+     ("wide-loads-apart", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_loads_first=False)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-wide", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_wide=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

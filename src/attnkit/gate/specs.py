@@ -515,6 +515,10 @@ for _name, _kw, _what in (
         ("mqa_decode/gluon_swapab_cluster", dict(gluon_cluster=True),
          "kernel: the Gluon swap-AB decode with each token's splits run as one thread-block cluster that merges them "
          "after a cluster barrier (gluon_cluster; one launch, forced on every 16 / 32-head shape)"),
+        ("mqa_decode/gluon_swapab_wide", dict(gluon_wide=True),
+         "kernel: the Gluon swap-AB decode with 128-slot tiles (gluon_wide: each warpgroup's score product 64 of the "
+         "slots, one softmax and one value product over the 128; forced on every 16 / 32-head shape) + its merge as "
+         "dispatched"),
         ("mqa_decode/gluon_swapab_regs128", dict(gluon_maxnreg=128),
          "kernel: the Gluon swap-AB decode with its registers capped at 128 (gluon_maxnreg: two programs per SM, the "
          "split rule counting them; forced on every 16 / 32-head shape) + the finishing merge")):

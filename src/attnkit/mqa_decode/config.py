@@ -249,7 +249,8 @@ class SwapabPlan:
     fused_merge: bool = False  # Gluon: the token's last program merges the splits (no merge launch)
     gluon_async: bool = False  # Gluon: records copied into shared memory by cp.async, a tile ahead
     gluon_early: bool = False  # Gluon: the first tiles' slot ids loaded before the query (gluon_early)
-    live: int = 64  # Gluon: slots per tile (64, or 32: half tiles, the MMA's other 32 rows zero; gluon_half)
+    live: int = 64  # Gluon: slots per tile (64; 128: wide tiles, gluon_wide; 32: half tiles, the MMA's other 32 rows
+    # zero, gluon_half)
     gluon_banks: bool = False  # Gluon: each warp's record loads over 8 slots x 4 blocks (gluon_banks)
     maxnreg: int | None = None  # Gluon: registers per thread at most (gluon_maxnreg; None: the compiler's choice)
     one_loop: bool = False  # Gluon: both lists' tiles in one loop (gluon_one_loop)
@@ -523,6 +524,25 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
     return T in GLUON_CLUSTER_TOKENS.get((H, comp_format), ()) and splits <= CLUSTER_MAX_CTAS and not fused
 
 
+# Wide tiles: 128 slots a tile, the two warpgroups' score products 64 slots each (all heads on N), one softmax over
+# the 128 and one value product of K = 128, instead of a program's tiles of 64 walked one after another (each with
+# its own chain of slot ids, record loads, decode, barriers, products and cross-warp softmax). Half tiles (32 slots,
+# gluon_half) were no shorter than whole ones: a tile's time is its chain, not its issue count; so two tiles' work in
+# one chain should cost less than two chains. Where a split of 64-slot tiles holds two or more (16 tokens at the
+# default lists: 5 splits of two), the same split holds half as many wide tiles. 128 KB of shared memory for the
+# tile (152 / 173 KB in all at 16 / 32 heads), 186-255 registers, up to 168 bytes of spill (compile_check).
+GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
+                    "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
+                    "softmax and one value product over the 128) instead of 64; not with gluon_async or gluon_half; "
+                    "default: the rule (config.gluon_wide_rule)")
+GLUON_WIDE_TOKENS: dict = {}  # (H, compressed format) -> the token counts where the rule takes wide tiles
+
+
+def gluon_wide_rule(T: int, H: int, comp_format: str = "fp8") -> bool:
+    """gluon_wide's default: on at the token counts of GLUON_WIDE_TOKENS (per head count and compressed format)."""
+    return T in GLUON_WIDE_TOKENS.get((H, comp_format), ())
+
+
 CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
 CLUSTER_PORTABLE_CTAS = 8  # the largest portable cluster; Triton's launcher allows a non-portable size of 16 only
 
@@ -582,7 +602,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
                 gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
                 gluon_prologue: int | None = None, pdl_early: bool = False,
-                gluon_cluster: bool | None = None) -> SwapabPlan:
+                gluon_cluster: bool | None = None, gluon_wide: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
@@ -599,7 +619,13 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if half and use_async:
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
-        live = 32 if half else 64
+        wide = GLUON_WIDE.resolve(gluon_wide)
+        if wide is None:  # the rule (see GLUON_WIDE)
+            wide = not use_async and not half and gluon_wide_rule(T, H, comp_format)
+        if wide and (use_async or half):
+            raise ValueError("gluon_wide: 128-slot tiles are decoded whole from registers; they cannot be combined "
+                             "with gluon_async or gluon_half")
+        live = 128 if wide else 32 if half else 64
         tiles = max(1, -(-n_slots // live))
         splits, per = _splits(T, 1, tiles, sm_count, num_splits, resident)
         fused = GLUON_FUSED.resolve(fused_merge)
@@ -640,14 +666,15 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_loads_first: orders the register loads of the records; it cannot be combined "
                              "with gluon_async")
         pro = GLUON_PROLOGUE.resolve(gluon_prologue)
-        two_ok = bool(early) and live == 64 and not use_async and not one and not pdl_early
+        two_ok = bool(early) and live == 64 and not use_async and not one and not pdl_early  # (not wide)
         if pro is None:  # the rule (see GLUON_PROLOGUE)
             pro = gluon_prologue_rule(per, two_ok)
         if pro == 2 and not two_ok:
             raise ValueError("gluon_prologue: level 2 loads the first tile's records from the early slot ids of the "
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
-                             "cannot be combined with gluon_async, gluon_one_loop, gluon_half or pdl_early_inputs")
-        return SwapabPlan(block_n=64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
+                             "cannot be combined with gluon_async, gluon_one_loop, gluon_half, gluon_wide or "
+                             "pdl_early_inputs")
+        return SwapabPlan(block_n=128 if wide else 64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
                           fused_merge=fused_m, cluster=log2_mergers, cluster_ctas=ctas,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))

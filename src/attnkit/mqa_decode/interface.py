@@ -103,7 +103,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         gluon_cluster=None, merge_dc=None, merge_warps=None,
+                         gluon_cluster=None, gluon_wide=None, merge_dc=None, merge_warps=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
@@ -143,7 +143,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ``ATTNKIT_MQA_GLUON_CLUSTER``): each token's splits run as one thread-block cluster of up to 16 CTAs that merges
     them itself after a cluster barrier, so the step is one launch (at most 16 splits per token; not with
     gluon_fused); default: the rule ``config.gluon_cluster_rule`` (16 heads x 1-4 and 16 tokens, 32 heads x 2-4
-    and 16, and x 1 token for nvfp4 compressed records).
+    and 16, and x 1 token for nvfp4 compressed records). gluon_wide (else ``ATTNKIT_MQA_GLUON_WIDE``): the Gluon
+    kernel's tiles hold 128 slots (each warpgroup's score product 64 of them, one softmax and one value product
+    over the 128) instead of 64, so a split walks half as many tiles (not with gluon_async or gluon_half); default:
+    the rule ``config.gluon_wide_rule``.
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -271,7 +274,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                            gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
-                           gluon_cluster=cluster_asked)
+                           gluon_cluster=cluster_asked, gluon_wide=gluon_wide)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format, headpad_ids_early)
@@ -436,7 +439,8 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
                       headpad_ids_early=None,
-                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None) -> set:
+                      gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None,
+                      gluon_wide=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -461,6 +465,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster)
+                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster, gluon_wide=gluon_wide)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

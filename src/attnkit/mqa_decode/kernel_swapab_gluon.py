@@ -672,9 +672,11 @@ def mqa_swapab_gluon_kernel(
         pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     WG: gl.constexpr = NW // 4  # warpgroups: 1 or 2
-    gl.static_assert(BLOCK_N == 64, "64 slots per tile: one warpgroup MMA's M")
-    gl.static_assert((LIVE == BLOCK_N) or ((LIVE == BLOCK_N // 2) and not ASYNC),
-                     "LIVE: a whole tile, or half of one (not with ASYNC)")
+    gl.static_assert((BLOCK_N == 64) or ((BLOCK_N == 128) and (LIVE == 128) and not ASYNC and PROLOGUE < 2),
+                     "64 slots per tile (one warpgroup MMA's M), or 128 (wide tiles: whole, not with ASYNC or "
+                     "PROLOGUE 2)")
+    gl.static_assert((LIVE == BLOCK_N) or ((LIVE == BLOCK_N // 2) and (BLOCK_N == 64) and not ASYNC),
+                     "LIVE: a whole tile, or half of a 64-slot one (not with ASYNC)")
     gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
     gl.static_assert(not (BANKS and ASYNC), "BANKS: the register loads' layout (not the cp.async copies')")
     # BANKS: a warp over 8 slots x 4 blocks, so each decoded 16-byte store meets all 8 chunks of the 128-byte swizzle
@@ -685,8 +687,12 @@ def mqa_swapab_gluon_kernel(
         L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [RPW, 32 // RPW, 1], [NW, 1, 1], [2, 1, 0])
     else:
         L3c: gl.constexpr = L3w
-    # S^T [64, H]: two warpgroups split the heads; O^T [512, H]: they split the 512 output dims
-    s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG], instr_shape=[16, H // WG, 16])
+    if BLOCK_N == 128:  # wide tiles, S^T [128, H]: the warpgroups split the slots (a 64-row MMA each), all heads
+        s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
+    else:  # S^T [64, H]: two warpgroups split the heads
+        s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG],
+                                                      instr_shape=[16, H // WG, 16])
+    # O^T [512, H]: the warpgroups split the 512 output dims
     o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
     kv_sl: gl.constexpr = gl.NVMMASharedLayout(128, 16, rank=2)
     p_sl: gl.constexpr = gl.NVMMASharedLayout(2 * H if H < 64 else 128, 16, rank=2)
