@@ -289,16 +289,18 @@ def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
 
 
 def test_cluster_merge_of_five_ctas_orders_its_barrier():
-    """The cluster merge as the rule compiles it at 16 tokens (5 splits of two tiles, a cluster of 5 CTAs, the first 4
-    merging 128 dims each): one cluster barrier after every partial store, released at GPU scope, L1 invalidated
+    """The cluster merge as it compiles at 16 tokens (5 splits, a cluster of 5 CTAs, the first 4 merging 128 dims
+    each), with two 64-slot tiles per split and with the rule's one wide tile (gluon_wide, 128 slots): one cluster
+    barrier after every partial store, released at GPU scope, L1 invalidated
     after the wait, and the merge's loads after it (only the splits that exist: 5 per element, the split count a
     constexpr), then the output's stores. (At 32 heads ptxas interleaves some of the 60 loads with the first
     exponentials, so the one-round-trip order of the 16-CTA form is not asserted here.) The split count as a runtime
     value (before aaa09d2) loads all 8 splits of the merge's tile and fails it."""
     names = ["mqa_swapab_gluon H16 nvfp40 warps8 fused0 async0 early loads_first prologue1 cluster5",
              "mqa_swapab_gluon H32 nvfp42 warps8 fused0 async0 early banks loads_first prologue1 cluster5"]
+    names += [x + " wide" for x in names]
     got = _compiled(f"[cc.cluster_barrier_order(x) for x in {names!r}]")
-    for name, cl, loads in zip(names, got, (30, 60)):
+    for name, cl, loads in zip(names, got, (30, 60, 30, 60)):
         assert cl["arrivals"] == cl["waits"] == 1 and cl["release"] and cl["l1_invalidated"], (name, cl)
         assert cl["stores_before"] >= 16 and cl["stores_after"] >= 1, (name, cl)
         assert loads // 3 <= cl["loads_after"] <= loads, (name, cl)  # 48 / 96 with the tile's 8 splits all loaded

@@ -783,7 +783,7 @@ def test_gluon_half_tile_plan(monkeypatch):
     assert _key("swapab", 16, whole, "fp8")[0] == "swapab_gluon_early_loadsfirst_prologue2_cluster16s10"
     monkeypatch.setattr(C, "GLUON_HALF_BY_RULE", True)
     assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).live for T in (1, 4, 6, 7, 8, 16)] == \
-        [32, 32, 32, 64, 64, 64]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens
+        [32, 32, 32, 64, 64, 128]  # 20 half tiles per token: one wave of 132 programs up to 6 tokens (16: gluon_wide)
     assert C.swapab_plan(4, 16, 640, 132, None, "cuda", gluon=True, gluon_async=True).live == 64
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_HALF", "0")
     assert C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).live == 64  # the variable beats the rule
@@ -793,11 +793,15 @@ def test_gluon_half_tile_plan(monkeypatch):
 def test_gluon_wide_tile_plan(monkeypatch):
     """gluon_wide: 128 slots per tile, so splits in units of 128 slots (16 tokens: the 5 splits of two 64-slot tiles
     become 5 of one wide tile); refused with gluon_async, gluon_half and prologue level 2; the rule (off until
-    GLUON_WIDE_TOKENS names a token count) per head count and format; the launch key says which kernel compiles."""
+    GLUON_WIDE_TOKENS names a token count: 16, where its sweep won) per head count and format; the launch key says
+    which kernel compiles."""
     from attnkit.mqa_decode import config as C
     from attnkit.mqa_decode.interface import _key
-    base = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True)
+    base = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=False)
     wide = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True)
+    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True) == wide  # the rule at 16 tokens
+    assert [C.swapab_plan(T, H, 640, 132, None, "cuda", gluon=True, comp_format=f).live
+            for T in (1, 8, 15, 16, 17, 32) for H in (16, 32) for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 4 + [64] * 8
     assert (base.block_n, base.live, base.num_splits, base.slots_per_split) == (64, 64, 5, 128)
     assert (wide.block_n, wide.live, wide.num_splits, wide.slots_per_split) == (128, 128, 5, 128)
     assert (wide.cluster_ctas, wide.prologue) == (5, 1)  # the cluster merge as the rule's; level 2 needs 64 slots
@@ -806,6 +810,12 @@ def test_gluon_wide_tile_plan(monkeypatch):
         assert p.slots_per_split % 128 == 0 and p.num_splits * p.slots_per_split >= 640
         assert (p.num_splits - 1) * p.slots_per_split < 640  # no split without slots
     assert C.swapab_plan(1, 16, 640, 132, 2, "cuda", gluon=True, gluon_wide=True).slots_per_split == 384
+    # the rule was timed at 8 warps, one program per SM: not where two fit (4 warps, registers capped), and a wide
+    # program's shared memory fits one per SM, which its split rule counts (64 tokens: 2 splits, as at 8 warps)
+    for kw in (dict(gluon_warps=4), dict(gluon_maxnreg=128)):
+        assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, **kw).live == 64
+        w = C.swapab_plan(64, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, **kw)
+        assert (w.live, w.num_splits) == (128, 2)
     for bad in (dict(gluon_async=True), dict(gluon_half=True)):
         with pytest.raises(ValueError, match="gluon_wide"):
             C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, **bad)
@@ -815,12 +825,12 @@ def test_gluon_wide_tile_plan(monkeypatch):
         C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide="2")
     k_wide, k_base = _key("swapab", 16, wide, "fp8"), _key("swapab", 16, base, "fp8")
     assert k_wide[0] == k_base[0] and (k_wide[2], k_base[2]) == (128, 64)  # BLOCK_N is in the key
-    monkeypatch.setattr(C, "GLUON_WIDE_TOKENS", {(16, "nvfp4"): (16,)})
+    monkeypatch.setattr(C, "GLUON_WIDE_TOKENS", {(16, "nvfp4"): (8,)})
     assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, comp_format=f).live
-            for T, f in ((16, "nvfp4"), (8, "nvfp4"), (16, "fp8"))] == [128, 64, 64]
-    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4", gluon_async=True).live == 64
+            for T, f in ((8, "nvfp4"), (16, "nvfp4"), (8, "fp8"))] == [128, 64, 64]
+    assert C.swapab_plan(8, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4", gluon_async=True).live == 64
     monkeypatch.setenv("ATTNKIT_MQA_GLUON_WIDE", "0")
-    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").live == 64
+    assert C.swapab_plan(8, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").live == 64  # env beats rule
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True).live == 128  # keyword beats env
 
 

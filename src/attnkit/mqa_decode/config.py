@@ -531,11 +531,19 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # one chain should cost less than two chains. Where a split of 64-slot tiles holds two or more (16 tokens at the
 # default lists: 5 splits of two), the same split holds half as many wide tiles. 128 KB of shared memory for the
 # tile (152 / 173 KB in all at 16 / 32 heads), 186-255 registers, up to 168 bytes of spill (compile_check).
+# Sweep mqa-gluon-wide at 9e87a2c (benchmarks/sweeps/h200-9e87a2c/sweep-mqa-gluon-wide.json, 5 rounds, paired rule ÷
+# wide, attention with its merge): at 16 tokens wide is faster, 1.136 / 1.087 fp8 and 1.126 / 1.060 nvfp4 at 16 / 32
+# heads (16 heads fp8 14.1 -> 12.5 us, nvfp4 12.2 -> 10.8; whole steps 1.06-1.12); everywhere else slower: 0.60-0.77
+# at 1-4 tokens (a split of one 64-slot tile becomes one of 128: 16 heads x 1 token fp8 6.8 -> 11.1 us), 0.75-0.90
+# at 8, 0.87-1.00 at 32 (3 splits of two wide tiles against 4 of three 64-slot ones). So a wide tile costs about 1.8x
+# a 64-slot one: the prediction (two tiles' work in one chain at little more than one tile's time) was half right.
+# With the record loads chunk by chunk instead of first: 1.061-1.110 at 16 tokens (1.099 at 32 heads fp8, where
+# loads first spill). On at 16 tokens; 9-15 and 17-31 tokens not measured, off.
 GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
                     "softmax and one value product over the 128) instead of 64; not with gluon_async or gluon_half; "
                     "default: the rule (config.gluon_wide_rule)")
-GLUON_WIDE_TOKENS: dict = {}  # (H, compressed format) -> the token counts where the rule takes wide tiles
+GLUON_WIDE_TOKENS = {(16, "fp8"): (16,), (16, "nvfp4"): (16,), (32, "fp8"): (16,), (32, "nvfp4"): (16,)}
 
 
 def gluon_wide_rule(T: int, H: int, comp_format: str = "fp8") -> bool:
@@ -620,11 +628,13 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
         wide = GLUON_WIDE.resolve(gluon_wide)
-        if wide is None:  # the rule (see GLUON_WIDE)
-            wide = not use_async and not half and gluon_wide_rule(T, H, comp_format)
+        if wide is None:  # the rule (see GLUON_WIDE; timed at 8 warps, one program per SM)
+            wide = not use_async and not half and warps == 8 and resident == 1 and gluon_wide_rule(T, H, comp_format)
         if wide and (use_async or half):
             raise ValueError("gluon_wide: 128-slot tiles are decoded whole from registers; they cannot be combined "
                              "with gluon_async or gluon_half")
+        if wide:  # a wide program's shared memory (152-173 KB) leaves room for no second one on an SM
+            resident = 1
         live = 128 if wide else 32 if half else 64
         tiles = max(1, -(-n_slots // live))
         splits, per = _splits(T, 1, tiles, sm_count, num_splits, resident)
