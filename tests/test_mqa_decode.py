@@ -810,6 +810,14 @@ def test_gluon_wide_tile_plan(monkeypatch):
         assert p.slots_per_split % 128 == 0 and p.num_splits * p.slots_per_split >= 640
         assert (p.num_splits - 1) * p.slots_per_split < 640  # no split without slots
     assert C.swapab_plan(1, 16, 640, 132, 2, "cuda", gluon=True, gluon_wide=True).slots_per_split == 384
+    # 16 warps (four warpgroups): wide tiles only
+    w16 = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=16)
+    assert (w16.live, w16.num_warps, w16.num_splits) == (128, 16, 5)
+    for bad in (dict(gluon_wide=False), dict(gluon_async=True)):
+        with pytest.raises(ValueError, match="gluon_warps"):
+            C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=16, **bad)
+    with pytest.raises(ValueError, match="gluon_warps"):
+        C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=12)
     # the rule was timed at 8 warps, one program per SM: not where two fit (4 warps, registers capped), and a wide
     # program's shared memory fits one per SM, which its split rule counts (64 tokens: 2 splits, as at 8 warps)
     for kw in (dict(gluon_warps=4), dict(gluon_maxnreg=128)):
@@ -983,7 +991,8 @@ def test_gluon_half_tiles_match_whole_tiles(case, fused):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("opts", [dict(), dict(gluon_fused=True), dict(gluon_cluster=True), dict(num_splits=2),
-                                  dict(gluon_loads_first=False), dict(gluon_cluster=False)])
+                                  dict(gluon_loads_first=False), dict(gluon_cluster=False), dict(gluon_warps=16),
+                                  dict(gluon_warps=16, num_splits=2, gluon_cluster=False)])
 @pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
                                   "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t16-fp8",
                                   "mqa_decode-step-h32-t16-nvfp4"])
@@ -994,7 +1003,8 @@ def test_gluon_wide_tiles_match_64_slot_tiles(case, opts):
     lists are shorter than a tile (rows past them masked); splits of one and of three wide tiles."""
     _gluon_or_skip()
     inp = make_inputs(shapes.get(case), "cuda", 13)
-    base = mqa_headpad_call(inp, kernel="swapab", gluon=True, **opts)
+    base = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_wide=False,
+                            **{k: v for k, v in opts.items() if k != "gluon_warps"})
     wide = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_wide=True, **opts) for _ in range(2)]
     assert torch.equal(wide[0][0], wide[1][0]) and torch.equal(wide[0][1], wide[1][1])
     assert (wide[0][0].float() - base[0].float()).abs().max() <= 2 * base[0].float().abs().max() * 2 ** -8

@@ -1144,6 +1144,19 @@ SWEEPS["mqa-gluon-wide"] = Sweep(
      ("step-wide", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_wide=True))))
 
 
+SWEEPS["mqa-gluon-wide-warps"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's wide tiles (gluon_wide) at 16 warps (four warpgroups: two split the "
+    "score product's slots and two its heads, all four the value product and the decode) against 8 warps and the "
+    "rule, attention with its merge and whole steps, 16 / 32 heads x 1-32 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16, 32)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("wide", dict(kernel="swapab", gluon=True, gluon_wide=True)),
+     ("wide-w16", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_warps=16)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-wide-w16", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_wide=True,
+                            gluon_warps=16))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

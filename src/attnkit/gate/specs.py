@@ -519,6 +519,10 @@ for _name, _kw, _what in (
          "kernel: the Gluon swap-AB decode with 128-slot tiles (gluon_wide: each warpgroup's score product 64 of the "
          "slots, one softmax and one value product over the 128; forced on every 16 / 32-head shape) + its merge as "
          "dispatched"),
+        ("mqa_decode/gluon_swapab_wide16", dict(gluon_wide=True, gluon_warps=16),
+         "kernel: the Gluon swap-AB decode with 128-slot tiles at 16 warps (gluon_wide, gluon_warps=16: two "
+         "warpgroups split the score product's slots, two its heads; forced on every 16 / 32-head shape) + its merge "
+         "as dispatched"),
         ("mqa_decode/gluon_swapab_regs128", dict(gluon_maxnreg=128),
          "kernel: the Gluon swap-AB decode with its registers capped at 128 (gluon_maxnreg: two programs per SM, the "
          "split rule counting them; forced on every 16 / 32-head shape) + the finishing merge")):

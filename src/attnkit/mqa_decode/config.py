@@ -268,9 +268,13 @@ SWAPAB_GLUON = Switch("gluon", "ATTNKIT_MQA_GLUON", None,
 GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
                         "Gluon swap-AB kernel: load the next tile's slot ids before the current tile's records")
 # 8: at eac7955 (same sweep) 4 warps took 1.15 to 1.5x the time of 8 (16 heads x 16 tokens fp8: 25.9 against 19.5 us)
-GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 8,
-                        "warps per Gluon swap-AB program: 4 (one warpgroup) or 8 (two: they split the heads of the "
-                        "score product and the output dims of the value product, and the decode)")
+# 16 (four warpgroups) with wide tiles only: two split the 128 slots of the score product and two its heads, all four
+# the value product's output dims and the decode; 106-128 registers, 0-8 bytes of spill (compile_check), where 8 warps
+# take 255 and spill up to 168 bytes.
+GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 16,
+                        "warps per Gluon swap-AB program: 4 (one warpgroup), 8 (two: they split the heads of the "
+                        "score product and the output dims of the value product, and the decode) or 16 (four, wide "
+                        "tiles only: gluon_wide)")
 # The token's last program merges all its splits alone, after its own tile: slower where a token has many splits,
 # faster where it has two (one launch fewer, little to merge). At eac7955 (benchmarks/sweeps/h200-eac7955/
 # sweep-mqa-gluon.json): at 8 warps 16 heads x 1 / 16 / 64 tokens fp8 18.2 / 21.4 / 30.6 us fused, 14.0 / 19.5 /
@@ -391,7 +395,7 @@ PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", Fa
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and
 # 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
 # 180-255 registers x 256 threads: one
-GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1}
+GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1, (16, False): 1}
 # Registers capped (ptxas maxnreg) so that two 8-warp programs fit an SM: 65536 registers / (2 x 256 threads). At
 # 128 the sm_90 cubins spill little (compile_check, 8 warps, early, the rule's banks: 16 heads fp8 186 -> 128
 # registers, 144 bytes of stack, 18 spill instructions in the compressed-list loop of 1141 (1099 uncapped); nvfp4
@@ -616,9 +620,12 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
     if gluon:
         warps = GLUON_WARPS.resolve(gluon_warps)
-        if warps not in (4, 8):
-            raise ValueError(f"gluon_warps: must be 4 or 8, got {warps}")
+        if warps not in (4, 8, 16):
+            raise ValueError(f"gluon_warps: must be 4, 8 or 16, got {warps}")
         use_async = GLUON_ASYNC.resolve(gluon_async)
+        if warps == 16 and use_async:
+            raise ValueError("gluon_warps: 16 warps run wide tiles (gluon_wide) only, which cannot be combined with "
+                             "gluon_async")
         maxnreg = GLUON_MAXNREG.resolve(gluon_maxnreg)
         resident = gluon_resident(warps, use_async, maxnreg)
         half = GLUON_HALF.resolve(gluon_half)
@@ -628,8 +635,11 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
         wide = GLUON_WIDE.resolve(gluon_wide)
-        if wide is None:  # the rule (see GLUON_WIDE; timed at 8 warps, one program per SM)
-            wide = not use_async and not half and warps == 8 and resident == 1 and gluon_wide_rule(T, H, comp_format)
+        if wide is None:  # the rule (see GLUON_WIDE; timed at 8 warps, one program per SM); 16 warps: wide only
+            wide = warps == 16 or (not use_async and not half and warps == 8 and resident == 1
+                                   and gluon_wide_rule(T, H, comp_format))
+        if warps == 16 and not wide:
+            raise ValueError("gluon_warps: 16 warps run wide tiles only; gluon_wide=False asks for 64-slot tiles")
         if wide and (use_async or half):
             raise ValueError("gluon_wide: 128-slot tiles are decoded whole from registers; they cannot be combined "
                              "with gluon_async or gluon_half")

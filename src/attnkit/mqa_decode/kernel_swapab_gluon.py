@@ -677,7 +677,8 @@ def mqa_swapab_gluon_kernel(
                      "PROLOGUE 2)")
     gl.static_assert((LIVE == BLOCK_N) or ((LIVE == BLOCK_N // 2) and (BLOCK_N == 64) and not ASYNC),
                      "LIVE: a whole tile, or half of a 64-slot one (not with ASYNC)")
-    gl.static_assert((NW == 4) or (NW == 8), "one or two warpgroups")
+    gl.static_assert((NW == 4) or (NW == 8) or ((NW == 16) and (BLOCK_N == 128)),
+                     "one or two warpgroups (four: wide tiles only)")
     gl.static_assert(not (BANKS and ASYNC), "BANKS: the register loads' layout (not the cp.async copies')")
     # BANKS: a warp over 8 slots x 4 blocks, so each decoded 16-byte store meets all 8 chunks of the 128-byte swizzle
     # 4 times (over 4 slots x 8 blocks two rows' stores land on the same chunks: 2-way bank conflicts)
@@ -687,8 +688,11 @@ def mqa_swapab_gluon_kernel(
         L3c: gl.constexpr = gl.BlockedLayout([1, 1, 8], [RPW, 32 // RPW, 1], [NW, 1, 1], [2, 1, 0])
     else:
         L3c: gl.constexpr = L3w
-    if BLOCK_N == 128:  # wide tiles, S^T [128, H]: the warpgroups split the slots (a 64-row MMA each), all heads
-        s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1], instr_shape=[16, H, 16])
+    if BLOCK_N == 128:  # wide tiles, S^T [128, H]: two warpgroups split the slots (a 64-row MMA each); four: and
+        # the heads
+        SWG: gl.constexpr = WG // 2 if WG > 2 else 1  # warpgroups along the heads
+        s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW // SWG, SWG],
+                                                      instr_shape=[16, H // SWG, 16])
     else:  # S^T [64, H]: two warpgroups split the heads
         s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, WG],
                                                       instr_shape=[16, H // WG, 16])
