@@ -799,7 +799,11 @@ def test_gluon_wide_tile_plan(monkeypatch):
     from attnkit.mqa_decode.interface import _key
     base = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=False)
     wide = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True)
-    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True) == wide  # the rule at 16 tokens
+    import dataclasses
+    rule = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True)
+    assert rule == dataclasses.replace(wide, num_warps=16)  # the rule at 16 tokens: fp8 records at 16 warps
+    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").num_warps == 8  # nvfp4 8
+    assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=8) == wide  # the keyword beats it
     assert [C.swapab_plan(T, H, 640, 132, None, "cuda", gluon=True, comp_format=f).live
             for T in (1, 8, 15, 16, 17, 32) for H in (16, 32) for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 4 + [64] * 8
     assert (base.block_n, base.live, base.num_splits, base.slots_per_split) == (64, 64, 5, 128)

@@ -270,11 +270,17 @@ GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
 # 8: at eac7955 (same sweep) 4 warps took 1.15 to 1.5x the time of 8 (16 heads x 16 tokens fp8: 25.9 against 19.5 us)
 # 16 (four warpgroups) with wide tiles only: two split the 128 slots of the score product and two its heads, all four
 # the value product's output dims and the decode; 106-128 registers, 0-8 bytes of spill (compile_check), where 8 warps
-# take 255 and spill up to 168 bytes.
-GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", 8, 4, 16,
+# take 255 and spill up to 168 bytes. Sweep mqa-gluon-wide-warps at 32279f5 (benchmarks/sweeps/h200-32279f5/, 5 rounds,
+# paired rule (8 warps) ÷ 16 warps, wide tiles, attention with its merge) at 16 tokens: fp8 1.105 [1.102-1.107] /
+# 1.016 [1.015-1.019] at 16 / 32 heads (16 heads 12.7 -> 11.5 us; steps 1.113 / 1.038), nvfp4 0.957 / 0.970 (slower);
+# at 1-8 and 32 tokens wide tiles lose at either count. So the rule (gluon_warps_rule): 16 warps where the rule takes
+# wide tiles over fp8 compressed records, else 8.
+GLUON_WIDE16_FORMATS = ("fp8",)
+GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", None, 4, 16,
                         "warps per Gluon swap-AB program: 4 (one warpgroup), 8 (two: they split the heads of the "
                         "score product and the output dims of the value product, and the decode) or 16 (four, wide "
-                        "tiles only: gluon_wide)")
+                        "tiles only: gluon_wide); default: 8, but 16 where the rule takes wide tiles over fp8 "
+                        "compressed records (gluon_wide_rule, GLUON_WIDE16_FORMATS)")
 # The token's last program merges all its splits alone, after its own tile: slower where a token has many splits,
 # faster where it has two (one launch fewer, little to merge). At eac7955 (benchmarks/sweeps/h200-eac7955/
 # sweep-mqa-gluon.json): at 8 warps 16 heads x 1 / 16 / 64 tokens fp8 18.2 / 21.4 / 30.6 us fused, 14.0 / 19.5 /
@@ -620,6 +626,9 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
     Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
     if gluon:
         warps = GLUON_WARPS.resolve(gluon_warps)
+        warps_by_rule = warps is None
+        if warps_by_rule:
+            warps = 8
         if warps not in (4, 8, 16):
             raise ValueError(f"gluon_warps: must be 4, 8 or 16, got {warps}")
         use_async = GLUON_ASYNC.resolve(gluon_async)
@@ -640,6 +649,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                                    and gluon_wide_rule(T, H, comp_format))
         if warps == 16 and not wide:
             raise ValueError("gluon_warps: 16 warps run wide tiles only; gluon_wide=False asks for 64-slot tiles")
+        if warps_by_rule and wide and GLUON_WIDE.resolve(gluon_wide) is None and comp_format in GLUON_WIDE16_FORMATS:
+            warps = 16  # the rule's wide tiles over fp8 records (see GLUON_WARPS)
         if wide and (use_async or half):
             raise ValueError("gluon_wide: 128-slot tiles are decoded whole from registers; they cannot be combined "
                              "with gluon_async or gluon_half")

@@ -116,8 +116,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     "swapab" (slots on M, H in {16, 32}). gluon (else ``ATTNKIT_MQA_GLUON``): the swap-AB kernel in Gluon
     (sm_90 GPUs; each record value decoded once) instead of Triton; default: Gluon wherever it runs.
     gluon_prefetch (else ``ATTNKIT_MQA_GLUON_PREFETCH``, default on): the Gluon kernel loads the next tile's slot
-    ids before the current tile's records. gluon_warps (else ``ATTNKIT_MQA_GLUON_WARPS``): 4 or 8 warps per Gluon
-    program (one or two warpgroups). gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
+    ids before the current tile's records. gluon_warps (else ``ATTNKIT_MQA_GLUON_WARPS``): 4, 8 or 16 warps per Gluon
+    program (one, two or four warpgroups; 16 with wide tiles only); default: 8, but 16 where the rule takes wide tiles
+    over fp8 compressed records. gluon_fused (else ``ATTNKIT_MQA_GLUON_FUSED``): the Gluon kernel merges
     each token's splits itself (its last program to finish), so the step is one launch; default: the rule, where a
     token has at most two splits (from 48 tokens at the default list lengths). gluon_async (else
     ``ATTNKIT_MQA_GLUON_ASYNC``): the Gluon kernel copies the raw records into shared memory with cp.async, a tile
