@@ -805,7 +805,8 @@ def test_gluon_wide_tile_plan(monkeypatch):
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").num_warps == 8  # nvfp4 8
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=8) == wide  # the keyword beats it
     assert [C.swapab_plan(T, H, 640, 132, None, "cuda", gluon=True, comp_format=f).live
-            for T in (1, 8, 15, 16, 17, 32) for H in (16, 32) for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 4 + [64] * 8
+            for T in (1, 8, 15, 16, 17, 32) for H in (16, 32)
+            for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 4 + [64] * 8
     assert (base.block_n, base.live, base.num_splits, base.slots_per_split) == (64, 64, 5, 128)
     assert (wide.block_n, wide.live, wide.num_splits, wide.slots_per_split) == (128, 128, 5, 128)
     assert (wide.cluster_ctas, wide.prologue) == (5, 1)  # the cluster merge as the rule's; level 2 needs 64 slots

@@ -705,7 +705,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                              "two-loop kernel before the query is stored; it needs gluon_early and whole tiles, and "
                              "cannot be combined with gluon_async, gluon_one_loop, gluon_half, gluon_wide or "
                              "pdl_early_inputs")
-        return SwapabPlan(block_n=128 if wide else 64, num_splits=splits, slots_per_split=per * live, num_warps=warps, gluon=True,
+        return SwapabPlan(block_n=128 if wide else 64, num_splits=splits, slots_per_split=per * live, num_warps=warps,
+                          gluon=True,
                           fused_merge=fused_m, cluster=log2_mergers, cluster_ctas=ctas,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))

@@ -16,16 +16,17 @@ Why        Triton loads and decodes the record tile once per MMA operand layout,
            warpgroup MMAs read it there (the value product through a transposed view). The query is held as
            Q [H, 512] (16-byte stores) and read transposed by the score product.
 Warps      4 (one warpgroup) or 8: two warpgroups split the heads of S^T and the 512 output rows of O^T, and the
-           decode. Options (config.py): PREFETCH loads the next tile's slot ids before the current tile's records;
-           ASYNC copies the raw records into shared memory with cp.async a tile ahead (the first while the query
-           is prepared; rows of invalid slots zero-filled).
+           decode; with BLOCK_N = 128 (wide tiles) they split the slots of S^T instead, and at 16 warps (wide tiles
+           only) two split its slots and two its heads. Options (config.py): PREFETCH loads the next tile's slot
+           ids before the current tile's records; ASYNC copies the raw records into shared memory with cp.async a
+           tile ahead (the first while the query is prepared; rows of invalid slots zero-filled).
 Contract   as kernel_swapab (q [T, H_pad, 512] bf16 unrotated; caches [pages, page_size, stride] uint8;
            swa_idx [T, W], comp_idx [T, K] int32; partials m, l [S, T * H], acc [S, T * H, 512] fp32); plus, for
            the fused merge, COUNT [T] int32 arrival counters (zero before the launch, zero after), SINK, OUT, LSE,
-           O32 as kernel_merge; BLOCK_N = 64, H in {16, 32}; strides of the caches multiples of 16. With CLUSTER:
-           a 1-D grid of T clusters of CTAS CTAs (0: 2^CLUSTER), NSPLIT (constexpr) the splits per token (at most
-           CTAS; the merge's loads of the ranks past it are compiled out); ranks 0 .. 2^CLUSTER - 1 merge 512 >>
-           CLUSTER output dims each (2^CLUSTER <= CTAS).
+           O32 as kernel_merge; BLOCK_N = 64 (or 128: wide tiles, whole), H in {16, 32}; strides of the caches
+           multiples of 16. With CLUSTER: a 1-D grid of T clusters of CTAS CTAs (0: 2^CLUSTER), NSPLIT
+           (constexpr) the splits per token (at most CTAS; the merge's loads of the ranks past it are compiled out);
+           ranks 0 .. 2^CLUSTER - 1 merge 512 >> CLUSTER output dims each (2^CLUSTER <= CTAS).
 Numerics   exact record decode into bf16 (e4m3 by the conversion instruction times the block's power of two built
            from its bits, byte 0 = 2^-127; e2m1 from its bits, as an fp16 of value x 2^-14, times the e4m3 scale
            x 2^14), fp32 accumulation, softmax in fp32 in the natural-log domain scaled by log2(e) after the
