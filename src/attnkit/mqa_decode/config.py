@@ -273,8 +273,8 @@ GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
 # take 255 and spill up to 168 bytes. Sweep mqa-gluon-wide-warps at 32279f5 (benchmarks/sweeps/h200-32279f5/, 5 rounds,
 # paired rule (8 warps) ÷ 16 warps, wide tiles, attention with its merge) at 16 tokens: fp8 1.105 [1.102-1.107] /
 # 1.016 [1.015-1.019] at 16 / 32 heads (16 heads 12.7 -> 11.5 us; steps 1.113 / 1.038), nvfp4 0.957 / 0.970 (slower);
-# at 1-8 and 32 tokens wide tiles lose at either count. So the rule (gluon_warps_rule): 16 warps where the rule takes
-# wide tiles over fp8 compressed records, else 8.
+# at 1-8 and 32 tokens wide tiles lose at either count. So the rule (swapab_plan): 16 warps where the wide-tile rule
+# takes wide tiles over fp8 compressed records, else 8.
 GLUON_WIDE16_FORMATS = ("fp8",)
 GLUON_WARPS = IntOption("gluon_warps", "ATTNKIT_MQA_GLUON_WARPS", None, 4, 16,
                         "warps per Gluon swap-AB program: 4 (one warpgroup), 8 (two: they split the heads of the "
@@ -623,7 +623,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_cluster: bool | None = None, gluon_wide: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
-    Gluon: 64-slot tiles (one warpgroup's MMA M), GLUON_WARPS warps."""
+    Gluon: 64-slot tiles (one warpgroup's MMA M), or 128 (gluon_wide: the rule at 16 tokens), GLUON_WARPS warps."""
     if gluon:
         warps = GLUON_WARPS.resolve(gluon_warps)
         warps_by_rule = warps is None
