@@ -834,6 +834,12 @@ def test_gluon_wide_tile_plan(monkeypatch):
             C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, **bad)
     with pytest.raises(ValueError, match="gluon_prologue"):
         C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, gluon_prologue=2)
+    with pytest.raises(ValueError, match="gluon_one_loop"):
+        C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=True, gluon_one_loop=True)
+    # options defined over 64-slot tiles asked for at 16 tokens: the rule steps aside (64-slot tiles, 8 warps)
+    for kw in (dict(gluon_one_loop=True), dict(gluon_prologue=2)):
+        p = C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, **kw)
+        assert (p.live, p.num_warps) == (64, 8), kw
     with pytest.raises(ValueError, match="gluon_wide"):
         C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_wide="2")
     k_wide, k_base = _key("swapab", 16, wide, "fp8"), _key("swapab", 16, base, "fp8")
@@ -945,9 +951,9 @@ def test_gluon_prologue_gives_the_same_bits(case, opts):
     both); level 2 refused with gluon_async."""
     _gluon_or_skip()
     inp = make_inputs(shapes.get(case), "cuda", 13)
-    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=0, **opts)
-    for lvl in (1, 2):
-        b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=lvl, **opts)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=0, gluon_wide=False, **opts)
+    for lvl in (1, 2):  # (64-slot tiles: level 2 does not run on wide ones, the rule's at 16 tokens)
+        b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=lvl, gluon_wide=False, **opts)
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), lvl
     with pytest.raises(ValueError, match="gluon_prologue"):
         mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_prologue=2, gluon_async=True)
@@ -965,8 +971,8 @@ def test_gluon_one_loop_gives_the_same_bits(case, opts):
     gluon_prefetch or with gluon_async."""
     _gluon_or_skip()
     inp = make_inputs(shapes.get(case), "cuda", 7)
-    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=False, **opts)
-    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=True, **opts)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=False, gluon_wide=False, **opts)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_loop=True, gluon_wide=False, **opts)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     for bad in (dict(gluon_prefetch=False), dict(gluon_async=True)):
         with pytest.raises(ValueError, match="gluon_one_loop"):
@@ -1047,8 +1053,10 @@ def test_gluon_maxnreg_gives_the_same_bits(case):
     inp = make_inputs(shapes.get(case), "cuda", 13)
     T, H = inp["q"].shape[0], inp["num_heads"]
     S = swapab_plan(T, H, inp["swa_idx"].shape[1] + inp["comp_idx"].shape[1],
-                    torch.cuda.get_device_properties(0).multi_processor_count, None, "cuda", gluon=True).num_splits
-    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, num_splits=S)
+                    torch.cuda.get_device_properties(0).multi_processor_count, None, "cuda", gluon=True,
+                    gluon_wide=False).num_splits
+    # 64-slot tiles both (a capped program is not a wide one: the rule's at 16 tokens)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, num_splits=S, gluon_wide=False)
     b = mqa_headpad_call(inp, kernel="swapab", gluon=True, num_splits=S, gluon_maxnreg=128)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     c = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_maxnreg=128) for _ in range(2)]

@@ -551,7 +551,8 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # loads first spill). On at 16 tokens; 9-15 and 17-31 tokens not measured, off.
 GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
-                    "softmax and one value product over the 128) instead of 64; not with gluon_async or gluon_half; "
+                    "softmax and one value product over the 128) instead of 64; not with gluon_async, gluon_half, "
+                    "gluon_one_loop or gluon_prologue 2 (where one of those is asked for, the rule takes 64); "
                     "default: the rule (config.gluon_wide_rule)")
 GLUON_WIDE_TOKENS = {(16, "fp8"): (16,), (16, "nvfp4"): (16,), (32, "fp8"): (16,), (32, "nvfp4"): (16,)}
 
@@ -644,9 +645,14 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
         wide = GLUON_WIDE.resolve(gluon_wide)
+        # options defined over 64-slot tiles: the rule steps aside where one is asked for (wide tiles refuse them)
+        tiles64 = GLUON_ONE_LOOP.resolve(gluon_one_loop) or GLUON_PROLOGUE.resolve(gluon_prologue) == 2
         if wide is None:  # the rule (see GLUON_WIDE; timed at 8 warps, one program per SM); 16 warps: wide only
-            wide = warps == 16 or (not use_async and not half and warps == 8 and resident == 1
+            wide = warps == 16 or (not use_async and not half and not tiles64 and warps == 8 and resident == 1
                                    and gluon_wide_rule(T, H, comp_format))
+        if wide and GLUON_ONE_LOOP.resolve(gluon_one_loop):
+            raise ValueError("gluon_wide: 128-slot tiles run the two-loop kernel; they cannot be combined with "
+                             "gluon_one_loop (not timed or tested on wide tiles)")
         if warps == 16 and not wide:
             raise ValueError("gluon_warps: 16 warps run wide tiles only; gluon_wide=False asks for 64-slot tiles")
         if warps_by_rule and wide and GLUON_WIDE.resolve(gluon_wide) is None and comp_format in GLUON_WIDE16_FORMATS:
