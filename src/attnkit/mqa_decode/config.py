@@ -644,18 +644,19 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if half and use_async:
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
-        wide = GLUON_WIDE.resolve(gluon_wide)
+        wide_asked = wide = GLUON_WIDE.resolve(gluon_wide)
+        one_asked = GLUON_ONE_LOOP.resolve(gluon_one_loop)
         # options defined over 64-slot tiles: the rule steps aside where one is asked for (wide tiles refuse them)
-        tiles64 = GLUON_ONE_LOOP.resolve(gluon_one_loop) or GLUON_PROLOGUE.resolve(gluon_prologue) == 2
+        tiles64 = one_asked or GLUON_PROLOGUE.resolve(gluon_prologue) == 2
         if wide is None:  # the rule (see GLUON_WIDE; timed at 8 warps, one program per SM); 16 warps: wide only
             wide = warps == 16 or (not use_async and not half and not tiles64 and warps == 8 and resident == 1
                                    and gluon_wide_rule(T, H, comp_format))
-        if wide and GLUON_ONE_LOOP.resolve(gluon_one_loop):
+        if wide and one_asked:
             raise ValueError("gluon_wide: 128-slot tiles run the two-loop kernel; they cannot be combined with "
                              "gluon_one_loop (not timed or tested on wide tiles)")
         if warps == 16 and not wide:
             raise ValueError("gluon_warps: 16 warps run wide tiles only; gluon_wide=False asks for 64-slot tiles")
-        if warps_by_rule and wide and GLUON_WIDE.resolve(gluon_wide) is None and comp_format in GLUON_WIDE16_FORMATS:
+        if warps_by_rule and wide and wide_asked is None and comp_format in GLUON_WIDE16_FORMATS:
             warps = 16  # the rule's wide tiles over fp8 records (see GLUON_WARPS)
         if wide and (use_async or half):
             raise ValueError("gluon_wide: 128-slot tiles are decoded whole from registers; they cannot be combined "
@@ -681,7 +682,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if banks and use_async:
             raise ValueError("gluon_banks: sets the layout of the record loads into registers; it cannot be combined "
                              "with gluon_async")
-        one = GLUON_ONE_LOOP.resolve(gluon_one_loop)
+        one = one_asked
         if one is None:  # the rule (see GLUON_ONE_LOOP)
             one = GLUON_ONE_LOOP_BY_RULE and gluon_prefetch and not use_async
         if one and use_async:
@@ -703,7 +704,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_loads_first: orders the register loads of the records; it cannot be combined "
                              "with gluon_async")
         pro = GLUON_PROLOGUE.resolve(gluon_prologue)
-        two_ok = bool(early) and live == 64 and not use_async and not one and not pdl_early  # (not wide)
+        two_ok = bool(early) and live == 64 and not use_async and not one and not pdl_early
         if pro is None:  # the rule (see GLUON_PROLOGUE)
             pro = gluon_prologue_rule(per, two_ok)
         if pro == 2 and not two_ok:

@@ -408,21 +408,16 @@ def _variants():
                          PROLOGUE=1, CLUSTER=2, NSPLIT=5, CTAS=5),
                     dict(num_warps=8)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_wide (128-slot tiles), as it
-        # compiles at 16 tokens: 5 splits of one wide tile, a cluster of 5 CTAs, the first 4 merging 128 dims each
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
-                    + " loads_first prologue1 cluster5 wide", mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=128, LIVE=128, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False,
-                         SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
-                         LOADS_FIRST=True, PROLOGUE=1, CLUSTER=2, NSPLIT=5, CTAS=5),
-                    dict(num_warps=8)))
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps16 fused0 async0 early" + (" banks" if nv else "")
-                    + " loads_first prologue1 cluster5 wide", mqa_swapab_gluon_kernel,  # and at 16 warps
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=128, LIVE=128, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False,
-                         SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
-                         LOADS_FIRST=True, PROLOGUE=1, CLUSTER=2, NSPLIT=5, CTAS=5),
-                    dict(num_warps=16)))
+        # compiles at 16 tokens: 5 splits of one wide tile, a cluster of 5 CTAs, the first 4 merging 128 dims each;
+        # at 8 warps and at 16 (gluon_warps=16, the rule's for fp8 records)
+        for w in (8, 16):
+            out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps{w} fused0 async0 early" + (" banks" if nv else "")
+                        + " loads_first prologue1 cluster5 wide", mqa_swapab_gluon_kernel,
+                        dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                        dict(H=H, BLOCK_N=128, LIVE=128, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False,
+                             SINK_ON=True, ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv),
+                             LOADS_FIRST=True, PROLOGUE=1, CLUSTER=2, NSPLIT=5, CTAS=5),
+                        dict(num_warps=w)))
     for H, nv in ((16, False), (16, 2), (32, False), (32, 2)):  # the option gluon_half (32-slot half tiles), early
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early half", mqa_swapab_gluon_kernel,
                     dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
