@@ -269,8 +269,8 @@ GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
                         "Gluon swap-AB kernel: load the next tile's slot ids before the current tile's records")
 # 8: at eac7955 (same sweep) 4 warps took 1.15 to 1.5x the time of 8 (16 heads x 16 tokens fp8: 25.9 against 19.5 us)
 # 16 (four warpgroups) with wide tiles only: two split the 128 slots of the score product and two its heads, all four
-# the value product's output dims and the decode; 106-128 registers, 0-8 bytes of spill (compile_check), where 8 warps
-# take 255 and spill up to 168 bytes. Sweep mqa-gluon-wide-warps at 32279f5 (benchmarks/sweeps/h200-32279f5/, 5 rounds,
+# the value product's output dims and the decode; 106-128 registers, 0-8 bytes of spill, where 8 warps take 255 and
+# spill up to 168 bytes (compile_check: benchmarks/experiments/sass-wide-tiles-sm90-cf1786d.json). Sweep mqa-gluon-wide-warps at 32279f5 (benchmarks/sweeps/h200-32279f5/, 5 rounds,
 # paired rule (8 warps) ÷ 16 warps, wide tiles, attention with its merge) at 16 tokens: fp8 1.105 [1.102-1.107] /
 # 1.016 [1.015-1.019] at 16 / 32 heads (16 heads 12.7 -> 11.5 us; steps 1.113 / 1.038), nvfp4 0.957 / 0.970 (slower);
 # at 1-8 and 32 tokens wide tiles lose at either count. So the rule (swapab_plan): 16 warps where the wide-tile rule
@@ -540,7 +540,8 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # gluon_half) were no shorter than whole ones: a tile's time is its chain, not its issue count; so two tiles' work in
 # one chain should cost less than two chains. Where a split of 64-slot tiles holds two or more (16 tokens at the
 # default lists: 5 splits of two), the same split holds half as many wide tiles. 128 KB of shared memory for the
-# tile (152 / 173 KB in all at 16 / 32 heads), 186-255 registers, up to 168 bytes of spill (compile_check).
+# tile (152 / 173 KB in all at 16 / 32 heads), 255 registers and up to 168 bytes of spill with the loads first
+# (compile_check: benchmarks/experiments/sass-wide-tiles-sm90-cf1786d.json).
 # Sweep mqa-gluon-wide at 9e87a2c (benchmarks/sweeps/h200-9e87a2c/sweep-mqa-gluon-wide.json, 5 rounds, paired rule ÷
 # wide, attention with its merge): at 16 tokens wide is faster, 1.136 / 1.087 fp8 and 1.126 / 1.060 nvfp4 at 16 / 32
 # heads (16 heads fp8 14.1 -> 12.5 us, nvfp4 12.2 -> 10.8; whole steps 1.06-1.12); everywhere else slower: 0.60-0.77
