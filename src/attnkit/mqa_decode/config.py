@@ -270,7 +270,8 @@ GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
 # 8: at eac7955 (same sweep) 4 warps took 1.15 to 1.5x the time of 8 (16 heads x 16 tokens fp8: 25.9 against 19.5 us)
 # 16 (four warpgroups) with wide tiles only: two split the 128 slots of the score product and two its heads, all four
 # the value product's output dims and the decode; 106-128 registers, 0-8 bytes of spill, where 8 warps take 255 and
-# spill up to 168 bytes (compile_check: benchmarks/experiments/sass-wide-tiles-sm90-cf1786d.json). Sweep mqa-gluon-wide-warps at 32279f5 (benchmarks/sweeps/h200-32279f5/, 5 rounds,
+# spill up to 168 bytes (compile_check: benchmarks/experiments/sass-wide-tiles-sm90-cf1786d.json). Sweep
+# mqa-gluon-wide-warps at 32279f5 (benchmarks/sweeps/h200-32279f5/, 5 rounds,
 # paired rule (8 warps) ÷ 16 warps, wide tiles, attention with its merge) at 16 tokens: fp8 1.105 [1.102-1.107] /
 # 1.016 [1.015-1.019] at 16 / 32 heads (16 heads 12.7 -> 11.5 us; steps 1.113 / 1.038), nvfp4 0.957 / 0.970 (slower);
 # at 1-8 and 32 tokens wide tiles lose at either count. So the rule (swapab_plan): 16 warps where the wide-tile rule
