@@ -25,7 +25,24 @@ def _seeded_rng():
     yield
 
 
+def _shard(spec):
+    # ATTNKIT_TEST_SHARD="i/n": keep every n-th collected test from the i-th (0-based), so n processes side by side
+    # run a file's tests once each (scripts/gpu_tier.sh tests-par)
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"ATTNKIT_TEST_SHARD must be 'i/n' with whole numbers, got {spec!r}") from None
+    if not 0 <= i < n:
+        raise pytest.UsageError(f"ATTNKIT_TEST_SHARD {spec!r}: need 0 <= i < n")
+    return i, n
+
+
 def pytest_collection_modifyitems(config, items):
+    spec = os.environ.get("ATTNKIT_TEST_SHARD")
+    if spec:
+        i, n = _shard(spec)
+        config.hook.pytest_deselected(items=[it for k, it in enumerate(items) if k % n != i])
+        items[:] = [it for k, it in enumerate(items) if k % n == i]
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (this run has none: not a pass)")
