@@ -818,7 +818,7 @@ def test_gluon_wide_tile_plan(monkeypatch):
     # 16 warps (four warpgroups): wide tiles only
     w16 = C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=16)
     assert (w16.live, w16.num_warps, w16.num_splits) == (128, 16, 5)
-    for bad in (dict(gluon_wide=False), dict(gluon_async=True)):
+    for bad in (dict(gluon_wide=False), dict(gluon_async=True), dict(gluon_half=True)):
         with pytest.raises(ValueError, match="gluon_warps"):
             C.swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=16, **bad)
     with pytest.raises(ValueError, match="gluon_warps"):
@@ -1250,3 +1250,28 @@ def test_e2m1_bit_decode_emulator_catches_a_wrong_multiplier():
     out = _ptx_run(bad, {"$2": w, "$3": np.full_like(w, one), "$4": np.full_like(w, one)})["$0"]
     got = torch.from_numpy(((out & 0xFFFF).astype(np.int32) << 16)).view(torch.float32).double()
     assert not torch.equal(got, decode_e2m1(torch.from_numpy((w & 0xF).astype(np.int64))))
+
+
+def test_triton_swapab_refuses_the_gluon_options(monkeypatch):
+    """The Triton swap-AB kernel has none of the Gluon kernel's options: one asked for by keyword (a switch True,
+    any count) is a ValueError naming it, not ignored; a switch False asks for nothing it does not do; a bad value in
+    the environment raises as it would for the Gluon kernel."""
+    from attnkit.mqa_decode import config as C
+    asked = dict(gluon_warps=8, fused_merge=True, gluon_async=True, gluon_early=True, gluon_half=True,
+                 gluon_banks=True, gluon_maxnreg=128, gluon_one_loop=True, gluon_loads_first=True, gluon_prologue=0,
+                 gluon_wide=True)
+    for key, value in asked.items():
+        name = "gluon_fused" if key == "fused_merge" else key
+        with pytest.raises(ValueError, match=f"^{name}: is an option of the Gluon swap-AB kernel"):
+            C.swapab_plan(2, 16, 640, 132, None, "cuda", gluon=False, **{key: value})
+        assert C.swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True, **{key: value}).num_splits > 0
+    off = {k: False for k, v in asked.items() if v is True}
+    assert C.swapab_plan(2, 16, 640, 132, None, "cpu", **off) == C.swapab_plan(2, 16, 640, 132, None, "cpu")
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_PROLOGUE", "two")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_PROLOGUE"):
+        C.swapab_plan(2, 16, 640, 132, None, "cpu")
+    monkeypatch.delenv("ATTNKIT_MQA_GLUON_PROLOGUE")
+    if not torch.cuda.is_available():  # the op itself, where the Triton swap-AB kernel runs (the interpreter)
+        inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), "cpu", 6)
+        with pytest.raises(ValueError, match="^gluon_half"):
+            mqa_headpad_call(inp, kernel="swapab", gluon_half=True)

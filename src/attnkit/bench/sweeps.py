@@ -1157,6 +1157,19 @@ SWEEPS["mqa-gluon-wide-warps"] = Sweep(
                             gluon_warps=16))))
 
 
+SWEEPS["mqa-gluon-w4"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel at 4 warps (one warpgroup, two programs per SM: 64-slot tiles, 10 splits a "
+    "token in clusters of 16) against the rule (8 warps; 16 tokens: wide tiles, 16 warps over fp8), with the cluster "
+    "merge by rule and forced, attention with its merge and whole steps, 16 / 32 heads x 4-16 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (4, 8, 16)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("w4", dict(kernel="swapab", gluon=True, gluon_warps=4)),
+     ("w4-cluster", dict(kernel="swapab", gluon=True, gluon_warps=4, gluon_cluster=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-w4-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_warps=4,
+                              gluon_cluster=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

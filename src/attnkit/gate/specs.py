@@ -523,6 +523,10 @@ for _name, _kw, _what in (
          "kernel: the Gluon swap-AB decode with 128-slot tiles at 16 warps (gluon_wide, gluon_warps=16: two "
          "warpgroups split the score product's slots, two its heads; forced on every 16 / 32-head shape) + its merge "
          "as dispatched"),
+        ("mqa_decode/gluon_swapab_w4_cluster", dict(gluon_warps=4, gluon_cluster=True),
+         "kernel: the Gluon swap-AB decode at 4 warps (one warpgroup, two programs per SM) with each token's splits "
+         "run as one thread-block cluster that merges them (gluon_warps=4, gluon_cluster; forced on every 16 / "
+         "32-head shape)"),
         ("mqa_decode/gluon_swapab_regs128", dict(gluon_maxnreg=128),
          "kernel: the Gluon swap-AB decode with its registers capped at 128 (gluon_maxnreg: two programs per SM, the "
          "split rule counting them; forced on every 16 / 32-head shape) + the finishing merge")):

@@ -646,6 +646,9 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if half and use_async:
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
+        if half and warps == 16:
+            raise ValueError("gluon_warps: 16 warps run wide tiles (gluon_wide) only, which cannot be combined with "
+                             "gluon_half")
         wide_asked = wide = GLUON_WIDE.resolve(gluon_wide)
         one_asked = GLUON_ONE_LOOP.resolve(gluon_one_loop)
         # options defined over 64-slot tiles: the rule steps aside where one is asked for (wide tiles refuse them)
@@ -719,6 +722,20 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                           fused_merge=fused_m, cluster=log2_mergers, cluster_ctas=ctas,
                           gluon_async=use_async, gluon_early=bool(early), live=live, gluon_banks=bool(banks),
                           maxnreg=maxnreg, one_loop=bool(one), loads_first=bool(lf), prologue=int(pro))
+    # the Triton swap-AB kernel has none of the Gluon kernel's options: a bad value (keyword or environment) raises
+    # here as it would there, and one asked for by keyword (a switch True, any count) is refused instead of being
+    # ignored; a switch given as False asks for nothing the Triton kernel does not do (merge apart, no half tiles)
+    gluon_only = (("gluon_warps", GLUON_WARPS, gluon_warps), ("gluon_fused", GLUON_FUSED, fused_merge),
+                  ("gluon_async", GLUON_ASYNC, gluon_async), ("gluon_early", GLUON_EARLY, gluon_early),
+                  ("gluon_half", GLUON_HALF, gluon_half), ("gluon_banks", GLUON_BANKS, gluon_banks),
+                  ("gluon_maxnreg", GLUON_MAXNREG, gluon_maxnreg), ("gluon_one_loop", GLUON_ONE_LOOP, gluon_one_loop),
+                  ("gluon_loads_first", GLUON_LOADS_FIRST, gluon_loads_first),
+                  ("gluon_prologue", GLUON_PROLOGUE, gluon_prologue), ("gluon_wide", GLUON_WIDE, gluon_wide))
+    for name, opt, value in gluon_only:
+        got = opt.resolve(value)
+        if value is not None and (got is True or isinstance(opt, IntOption)):
+            raise ValueError(f"{name}: is an option of the Gluon swap-AB kernel; the Triton swap-AB kernel runs here "
+                             "(gluon off, or a machine where the Gluon kernel cannot run)")
     block_n = SWAPAB_BLOCK_N.resolve(block_n)
     if block_n not in (32, 64):
         raise ValueError(f"block_n: must be 32 or 64, got {block_n}")

@@ -114,7 +114,10 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
 
     kernel: None (the dispatch rule, ``config.use_swapab``), "headpad" (heads on M padded to 64, any H) or
     "swapab" (slots on M, H in {16, 32}). gluon (else ``ATTNKIT_MQA_GLUON``): the swap-AB kernel in Gluon
-    (sm_90 GPUs; each record value decoded once) instead of Triton; default: Gluon wherever it runs.
+    (sm_90 GPUs; each record value decoded once) instead of Triton; default: Gluon wherever it runs. The
+    gluon_* options below are the Gluon kernel's: where the Triton swap-AB kernel runs, one asked for by keyword (a
+    switch True, any count) is a ValueError, not ignored, and a bad value in the environment raises as it would for
+    the Gluon kernel.
     gluon_prefetch (else ``ATTNKIT_MQA_GLUON_PREFETCH``, default on): the Gluon kernel loads the next tile's slot
     ids before the current tile's records. gluon_warps (else ``ATTNKIT_MQA_GLUON_WARPS``): 4, 8 or 16 warps per Gluon
     program (one, two or four warpgroups; 16 with wide tiles only); default: 8, but 16 where the rule takes wide tiles
