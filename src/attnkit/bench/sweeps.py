@@ -1173,11 +1173,13 @@ SWEEPS["mqa-gluon-w4"] = Sweep(
 SWEEPS["mqa-gluon-wide-tokens"] = Sweep(
     "mqa_decode", "the Gluon swap-AB kernel's wide tiles (gluon_wide, at 8 and 16 warps) against the rule at token "
     "counts between the benchmarked ones: 12 (64-slot splits of one tile fill one wave) and 20 (they hold two, as at "
-    "16), 16 / 32 heads x fp8 / nvfp4, attention with its merge",
+    "16), with the merge launched apart and in clusters, 16 / 32 heads x fp8 / nvfp4, attention with its merge",
     _mqa_steps((16, 32), (12, 20)),
     (("rule", dict(kernel="swapab", gluon=True)),
      ("wide", dict(kernel="swapab", gluon=True, gluon_wide=True)),
-     ("wide-w16", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_warps=16))))
+     ("wide-w16", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_warps=16)),
+     ("wide-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_cluster=True)),
+     ("wide-w16-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_warps=16, gluon_cluster=True))))
 
 
 def _mqa_call(inp, step=False, kernel=None, **kw):
