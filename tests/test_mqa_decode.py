@@ -563,11 +563,11 @@ def test_gluon_cluster_plan(monkeypatch):
     splits, and for a bad ATTNKIT_MQA_GLUON_CLUSTER; the compile key names the cluster size."""
     from attnkit.mqa_decode.config import swapab_plan
     from attnkit.mqa_decode.interface import _key
-    # the rule: 16 heads x 1-4 and 16 tokens, 32 heads x 2-4 and 16 (and x 1 token for nvfp4), at most 16 splits,
-    # not with the fused merge
+    # the rule: 16 heads x 1-4 tokens, 32 heads x 2-4 (and x 1 token for nvfp4), and 12-20 tokens with the wide-tile
+    # rule's tiles (5 splits, clusters of 5: 4 merging), at most 16 splits, not with the fused merge
     for fmt in ("fp8", "nvfp4"):
         assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
-                for T in (1, 4, 5, 8, 15, 16, 17, 32)] == [4, 4, 0, 0, 0, 2, 0, 0], fmt
+                for T in (1, 4, 5, 8, 11, 12, 15, 16, 17, 20, 21, 32)] == [4, 4, 0, 0, 0, 2, 2, 2, 2, 2, 0, 0], fmt
         assert [swapab_plan(T, 32, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
                 for T in (1, 2, 4, 5)] == [4 if fmt == "nvfp4" else 0, 4, 4, 0], fmt
     assert swapab_plan(2, 16, 1280, 132, None, "cuda", gluon=True).cluster == 0  # 20 splits
@@ -805,8 +805,12 @@ def test_gluon_wide_tile_plan(monkeypatch):
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").num_warps == 8  # nvfp4 8
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=8) == wide  # the keyword beats it
     assert [C.swapab_plan(T, H, 640, 132, None, "cuda", gluon=True, comp_format=f).live
-            for T in (1, 8, 15, 16, 17, 32) for H in (16, 32)
-            for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 4 + [64] * 8
+            for T in (1, 8, 11, 12, 16, 20, 21, 32) for H in (16, 32)
+            for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 12 + [64] * 8
+    # the rule's wide tiles merge in clusters (of 5, one CTA per split), also where the 64-slot rule has none
+    assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).cluster_ctas for T in (11, 12, 20, 21)] == \
+        [0, 5, 5, 0]
+    assert C.swapab_plan(12, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=False).cluster_ctas == 0
     assert (base.block_n, base.live, base.num_splits, base.slots_per_split) == (64, 64, 5, 128)
     assert (wide.block_n, wide.live, wide.num_splits, wide.slots_per_split) == (128, 128, 5, 128)
     assert (wide.cluster_ctas, wide.prologue) == (5, 1)  # the cluster merge as the rule's; level 2 needs 64 slots

@@ -529,10 +529,13 @@ GLUON_CLUSTER_TOKENS = {(16, "fp8"): (1, 2, 3, 4, 16), (16, "nvfp4"): (1, 2, 3, 
                         (32, "fp8"): (2, 3, 4, 16), (32, "nvfp4"): (1, 2, 3, 4, 16)}  # (f8e405f, e96e89e, dddc490)
 
 
-def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_format: str = "fp8") -> bool:
+def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_format: str = "fp8",
+                       wide: bool = False) -> bool:
     """gluon_cluster's default: on where its sweeps won (GLUON_CLUSTER_TOKENS, per head count and compressed record
-    format), a token's splits fit one cluster and the fused merge is not asked for."""
-    return T in GLUON_CLUSTER_TOKENS.get((H, comp_format), ()) and splits <= CLUSTER_MAX_CTAS and not fused
+    format, and wherever the wide-tile rule's wide tiles run: their sweep timed them with the cluster merge), a
+    token's splits fit one cluster and the fused merge is not asked for."""
+    listed = T in GLUON_CLUSTER_TOKENS.get((H, comp_format), ()) or (wide and gluon_wide_rule(T, H, comp_format))
+    return listed and splits <= CLUSTER_MAX_CTAS and not fused
 
 
 # Wide tiles: 128 slots a tile, the two warpgroups' score products 64 slots each (all heads on N), one softmax over
@@ -551,12 +554,21 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # a 64-slot one: the prediction (two tiles' work in one chain at little more than one tile's time) was half right.
 # With the record loads chunk by chunk instead of first: 1.061-1.110 at 16 tokens (1.099 at 32 heads fp8, where
 # loads first spill). On at 16 tokens; 9-15 and 17-31 tokens not measured, off.
+# Sweep mqa-gluon-wide-tokens at cf97ec0 (benchmarks/sweeps/h200-cf97ec0/sweep-mqa-gluon-wide-tokens.json, 5 rounds,
+# paired rule ÷ setting, attention with its merge) at 12 and 20 tokens, where the rule then ran 64-slot tiles with
+# the merge launched apart (12: 10 splits of one tile; 20: 5 splits of two): wide tiles in the cluster merge's
+# clusters of 5 (16 warps over fp8, GLUON_WIDE16_FORMATS) 1.065 / 1.336 fp8 and 1.118 / 1.386 nvfp4 at 16 heads x 12
+# / 20 tokens, 1.049 / 1.202 and 1.038 / 1.207 at 32 heads (16 heads x 20 tokens fp8 14.95 -> 11.2 us, nvfp4 14.79 ->
+# 10.7); wide tiles with the merge apart 0.835-1.112, so the cluster merge is part of the gain. 8 warps over fp8 /
+# 16 over nvfp4 0.958-1.212 / 1.017-1.322 (the format split of 16 tokens holds). So wide tiles, merged in clusters
+# (gluon_cluster_rule), from 12 to 20 tokens: measured at 12, 16 and 20; in between the plan is the same (5 splits a
+# token of one wide tile, clusters of 5, at most 100 CTAs). 9-11 and 21-31 tokens not measured, off.
 GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
                     "softmax and one value product over the 128) instead of 64; not with gluon_async, gluon_half, "
                     "gluon_one_loop or gluon_prologue 2 (where one of those is asked for, the rule takes 64); "
                     "default: the rule (config.gluon_wide_rule)")
-GLUON_WIDE_TOKENS = {(16, "fp8"): (16,), (16, "nvfp4"): (16,), (32, "fp8"): (16,), (32, "nvfp4"): (16,)}
+GLUON_WIDE_TOKENS = {(H, f): tuple(range(12, 21)) for H in (16, 32) for f in ("fp8", "nvfp4")}
 
 
 def gluon_wide_rule(T: int, H: int, comp_format: str = "fp8") -> bool:
@@ -697,7 +709,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             raise ValueError("gluon_one_loop: its loop prefetches the next tile's slot ids; it needs gluon_prefetch")
         cluster = GLUON_CLUSTER.resolve(gluon_cluster)
         if cluster is None:  # the rule (see GLUON_CLUSTER)
-            cluster = gluon_cluster_rule(T, H, splits, fused, comp_format)
+            cluster = gluon_cluster_rule(T, H, splits, fused, comp_format, wide)
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
         ctas, log2_mergers = cluster_size(splits) if cluster else (0, 0)
