@@ -268,6 +268,8 @@ SWAPAB_GLUON = Switch("gluon", "ATTNKIT_MQA_GLUON", None,
 GLUON_PREFETCH = Switch("gluon_prefetch", "ATTNKIT_MQA_GLUON_PREFETCH", True,
                         "Gluon swap-AB kernel: load the next tile's slot ids before the current tile's records")
 # 8: at eac7955 (same sweep) 4 warps took 1.15 to 1.5x the time of 8 (16 heads x 16 tokens fp8: 25.9 against 19.5 us)
+# and again at bce9b66 (benchmarks/sweeps/h200-bce9b66/sweep-mqa-gluon-w4.json, 5 rounds, two programs per SM, clusters
+# of 16 by rule and forced): paired rule ÷ 4 warps 0.94-0.99 at 4 tokens, 0.83-0.98 at 8, 0.56-0.65 at 16.
 # 16 (four warpgroups) with wide tiles only: two split the 128 slots of the score product and two its heads, all four
 # the value product's output dims and the decode; 106-128 registers, 0-8 bytes of spill, where 8 warps take 255 and
 # spill up to 168 bytes (compile_check: benchmarks/experiments/sass-wide-tiles-sm90-cf1786d.json). Sweep
