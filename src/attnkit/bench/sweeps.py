@@ -1182,6 +1182,19 @@ SWEEPS["mqa-gluon-wide-tokens"] = Sweep(
      ("wide-w16-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_warps=16, gluon_cluster=True))))
 
 
+SWEEPS["mqa-gluon-wide-cluster-t8"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's wide tiles merged in clusters (gluon_wide, gluon_cluster; at 8 and 16 "
+    "warps) against the rule (64-slot tiles, 10 splits, the merge launched apart) at 8 tokens, 16 / 32 heads x fp8 / "
+    "nvfp4, attention with its merge and whole steps",
+    _mqa_steps((16, 32), (8,)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("wide-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_cluster=True)),
+     ("wide-w16-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_warps=16, gluon_cluster=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-wide-cluster", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_wide=True,
+                                gluon_cluster=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)
