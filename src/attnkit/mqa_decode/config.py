@@ -564,7 +564,9 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # 10.7); wide tiles with the merge apart 0.835-1.112, so the cluster merge is part of the gain. 8 warps over fp8 /
 # 16 over nvfp4 0.958-1.212 / 1.017-1.322 (the format split of 16 tokens holds). So wide tiles, merged in clusters
 # (gluon_cluster_rule), from 12 to 20 tokens: measured at 12, 16 and 20; in between the plan is the same (5 splits a
-# token of one wide tile, clusters of 5, at most 100 CTAs). 9-11 and 21-31 tokens not measured, off.
+# token of one wide tile, clusters of 5, at most 100 CTAs). At 8 tokens (benchmarks/sweeps/h200-732f54b/
+# sweep-mqa-gluon-wide-cluster-t8.json) wide tiles in clusters lose: rule ÷ them 0.871-0.949. 9-11 and 21-31 tokens
+# not measured, off.
 GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
                     "softmax and one value product over the 128) instead of 64; not with gluon_async, gluon_half, "
