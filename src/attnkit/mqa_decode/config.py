@@ -522,7 +522,8 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 #     fit at once. 9-13 tokens (10 splits, clusters of 16) and 14-26 tokens other than 16 (5 splits) not measured.
 # So the rule: on at GLUON_CLUSTER_TOKENS (per head count and record format, the token counts where it won, attention
 # and step: at 32 heads x 1 token nvfp4 in both runs, fp8 in neither; at 16 tokens everywhere, 16 heads fp8 by
-# 0.3-0.9 %), off elsewhere.
+# 0.3-0.9 %), off elsewhere; and since 569b8dd wherever the wide-tile rule takes wide tiles (12-20 tokens: 5 splits,
+# clusters of 5; sweep mqa-gluon-wide-tokens, see GLUON_WIDE_TOKENS).
 GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", None,
                        "Gluon swap-AB kernel: each token's splits run as one thread-block cluster of up to 16 CTAs "
                        "that merges them after a cluster barrier (one launch, no merge kernel); needs at most 16 "
@@ -555,7 +556,7 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # at 8, 0.87-1.00 at 32 (3 splits of two wide tiles against 4 of three 64-slot ones). So a wide tile costs about 1.8x
 # a 64-slot one: the prediction (two tiles' work in one chain at little more than one tile's time) was half right.
 # With the record loads chunk by chunk instead of first: 1.061-1.110 at 16 tokens (1.099 at 32 heads fp8, where
-# loads first spill). On at 16 tokens; 9-15 and 17-31 tokens not measured, off.
+# loads first spill). On at 16 tokens (d419a31; other token counts were not measured then).
 # Sweep mqa-gluon-wide-tokens at cf97ec0 (benchmarks/sweeps/h200-cf97ec0/sweep-mqa-gluon-wide-tokens.json, 5 rounds,
 # paired rule ÷ setting, attention with its merge) at 12 and 20 tokens, where the rule then ran 64-slot tiles with
 # the merge launched apart (12: 10 splits of one tile; 20: 5 splits of two): wide tiles in the cluster merge's
