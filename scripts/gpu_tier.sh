@@ -43,7 +43,8 @@ for stage in $STAGES; do
       rest=""
       for f in tests/test_*.py; do case "$named" in *" $f "*) ;; *) rest="$rest $f" ;; esac; done
       groups+=("$rest")
-      [ "${NO_COMPILE:-0}" = 1 ] && echo "tests/test_compile_sm90.py left out (NO_COMPILE=1)" | tee "$OUTDIR/pytest-skipped-files.txt"
+      [ "${NO_COMPILE:-0}" = 1 ] &&
+        echo "tests/test_compile_sm90.py left out (NO_COMPILE=1)" | tee "$OUTDIR/pytest-skipped-files.txt"
       i=0; pids=()
       for grp in "${groups[@]}"; do
         $PY -m pytest -q -p no:cacheprovider $grp > "$OUTDIR/pytest-$i.log" 2>&1 & pids+=($!); i=$((i + 1))

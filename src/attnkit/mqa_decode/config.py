@@ -403,7 +403,7 @@ PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", Fa
 
 # Resident programs per SM (compile_check, sm_90), by (warps, async): 4 warps: 255 registers x 128 threads and
 # 84 / 103 KB of shared memory (16 / 32 heads): two, but with the cp.async buffers (119-154 KB) one; 8 warps:
-# 180-255 registers x 256 threads: one
+# 180-255 registers x 256 threads: one; 16 warps (wide tiles, 152-173 KB of shared memory): one
 GLUON_RESIDENT = {(4, False): 2, (4, True): 1, (8, False): 1, (8, True): 1, (16, False): 1}
 # Registers capped (ptxas maxnreg) so that two 8-warp programs fit an SM: 65536 registers / (2 x 256 threads). At
 # 128 the sm_90 cubins spill little (compile_check, 8 warps, early, the rule's banks: 16 heads fp8 186 -> 128
@@ -643,7 +643,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_cluster: bool | None = None, gluon_wide: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
-    Gluon: 64-slot tiles (one warpgroup's MMA M), or 128 (gluon_wide: the rule at 16 tokens), GLUON_WARPS warps."""
+    Gluon: 64-slot tiles (one warpgroup's MMA M), or 128 (gluon_wide: the rule at 12-20 tokens), GLUON_WARPS warps."""
     if gluon:
         warps = GLUON_WARPS.resolve(gluon_warps)
         warps_by_rule = warps is None
@@ -652,7 +652,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if warps not in (4, 8, 16):
             raise ValueError(f"gluon_warps: must be 4, 8 or 16, got {warps}")
         use_async = GLUON_ASYNC.resolve(gluon_async)
-        if warps == 16 and use_async:
+        if warps == 16 and use_async:  # (before GLUON_RESIDENT, which has no 16-warp cp.async entry)
             raise ValueError("gluon_warps: 16 warps run wide tiles (gluon_wide) only, which cannot be combined with "
                              "gluon_async")
         maxnreg = GLUON_MAXNREG.resolve(gluon_maxnreg)
@@ -663,7 +663,7 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if half and use_async:
             raise ValueError("gluon_half: half tiles are decoded from registers; they cannot be combined with "
                              "gluon_async")
-        if half and warps == 16:
+        if warps == 16 and half:
             raise ValueError("gluon_warps: 16 warps run wide tiles (gluon_wide) only, which cannot be combined with "
                              "gluon_half")
         wide_asked = wide = GLUON_WIDE.resolve(gluon_wide)
