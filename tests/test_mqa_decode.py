@@ -1130,6 +1130,68 @@ def test_gluon_cluster_merge_matches_the_merge_kernel(case):
     assert c.ok, c.reason
 
 
+def test_gluon_cluster_exact_plan(monkeypatch):
+    """gluon_cluster_exact: 9 to 15 splits a token one CTA per split (a non-portable cluster size), 8 merging; up to
+    8 and at 16 splits the same clusters as without it; off by default; refused without the cluster merge and, by
+    keyword, where the Triton swap-AB kernel runs; the compile key names the cluster size."""
+    from attnkit.mqa_decode.config import cluster_size, swapab_plan
+    from attnkit.mqa_decode.interface import _key
+    assert [cluster_size(s, True) for s in (1, 5, 8, 9, 10, 15, 16)] == \
+        [(2, 1), (5, 2), (8, 3), (9, 3), (10, 3), (15, 3), (16, 4)]
+    assert [cluster_size(s) for s in (9, 10, 15)] == [(16, 4)] * 3
+    p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=True)
+    assert (p.num_splits, p.cluster_ctas, p.cluster) == (10, 10, 3)
+    assert _key("swapab", 16, p, "fp8")[0].endswith("_cluster10s10")
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster_ctas == 16  # off by default
+    assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=True).cluster_ctas == 5
+    with pytest.raises(ValueError, match="gluon_cluster_exact"):  # 32 heads x 1 token fp8: no cluster by the rule
+        swapab_plan(1, 32, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=True)
+    with pytest.raises(ValueError, match="gluon_cluster_exact"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster=False, gluon_cluster_exact=True)
+    with pytest.raises(ValueError, match="gluon_cluster_exact"):
+        swapab_plan(1, 16, 640, 132, None, "cuda", gluon=False, gluon_cluster_exact=True)
+    swapab_plan(1, 16, 640, 132, None, "cuda", gluon=False, gluon_cluster_exact=False)
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER_EXACT", "1")
+    assert swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True).cluster_ctas == 10
+    assert swapab_plan(2, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=False).cluster_ctas == 16
+    for bad in ("yes", "2", "true", " 1"):
+        monkeypatch.setenv("ATTNKIT_MQA_GLUON_CLUSTER_EXACT", bad)
+        with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_CLUSTER_EXACT"):
+            swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["mqa_decode-step-h16-t1-fp8", "mqa_decode-step-h32-t2-nvfp4",
+                                  "mqa_decode-step-h16-t4-nvfp4"])
+def test_gluon_cluster_exact_matches_clusters_of_16(case):
+    """gluon_cluster_exact (10 splits a token in non-portable clusters of 10, 8 merging) against clusters of 16 (all
+    merging): the same partials merged in other slices, so within a bf16 rounding and the LSE within fp32 rounding;
+    repeatable to the bit, eagerly and in CUDA-graph replays; right by the oracle's compare rule."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode.interface import LAUNCHED_KEYS
+    inp = make_inputs(shapes.get(case), "cuda", 23)
+    c16 = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True)
+    n0 = len(LAUNCHED_KEYS)
+    ex = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True, gluon_cluster_exact=True)
+          for _ in range(2)]
+    assert all(k[0].endswith("_cluster10s10") for k in LAUNCHED_KEYS[n0:]), LAUNCHED_KEYS[n0:]
+    assert torch.equal(ex[0][0], ex[1][0]) and torch.equal(ex[0][1], ex[1][1])
+    assert (ex[0][0].float() - c16[0].float()).abs().max() <= 2 * c16[0].float().abs().max() * 2 ** -8
+    torch.testing.assert_close(ex[0][1], c16[1], rtol=1e-5, atol=1e-5)
+    ref, ref_lse = mqa_decode_oracle(inp)
+    base, base_lse = mqa_decode_baseline(inp)
+    c = compare(ex[0][0], ref, base, lse=ex[0][1], lse_ref=ref_lse, lse_base=base_lse)
+    assert c.ok, c.reason
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        got = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True, gluon_cluster_exact=True,
+                               validate=False)
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(got[0], ex[0][0]) and torch.equal(got[1], ex[0][1])
+
+
 @pytest.mark.cuda
 def test_gluon_cluster_merge_replays_in_a_step():
     """The clustered attention captured as a step launches it (programmatic dependent launch, the query prepared

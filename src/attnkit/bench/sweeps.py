@@ -1195,6 +1195,29 @@ SWEEPS["mqa-gluon-wide-cluster-t8"] = Sweep(
                                 gluon_cluster=True))))
 
 
+SWEEPS["mqa-gluon-wide-cutoff"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's wide tiles merged in clusters (gluon_wide, gluon_cluster; 16 warps over "
+    "fp8 by the rule) against the rule at the token counts around the wide-tile rule's 12-20: 10 (the rule: 10 "
+    "splits of one 64-slot tile, the merge apart) and 22 / 24 / 26 (5 splits of two 64-slot tiles, the merge apart; "
+    "wide: 110 / 120 / 130 CTAs in clusters of 5), 16 / 32 heads x fp8 / nvfp4, attention with its merge",
+    _mqa_steps((16, 32), (10, 22, 24, 26)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("wide-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_cluster=True))))
+
+
+SWEEPS["mqa-gluon-cluster-exact-2"] = Sweep(
+    "mqa_decode", "the cluster merge's clusters at their exact non-portable size (gluon_cluster_exact: 10 CTAs for "
+    "the 10 splits a token of 1-4 tokens, 8 merging) against clusters of 16 (the rule's where it merges in clusters; "
+    "6 CTAs a token without a tile), both forced on, attention with its merge and whole steps, 16 / 32 heads x "
+    "1-4 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4)),
+    (("cluster16", dict(kernel="swapab", gluon=True, gluon_cluster=True)),
+     ("exact", dict(kernel="swapab", gluon=True, gluon_cluster=True, gluon_cluster_exact=True)),
+     ("step-cluster16", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True)),
+     ("step-exact", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_cluster=True,
+                         gluon_cluster_exact=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

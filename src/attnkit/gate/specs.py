@@ -515,6 +515,10 @@ for _name, _kw, _what in (
         ("mqa_decode/gluon_swapab_cluster", dict(gluon_cluster=True),
          "kernel: the Gluon swap-AB decode with each token's splits run as one thread-block cluster that merges them "
          "after a cluster barrier (gluon_cluster; one launch, forced on every 16 / 32-head shape)"),
+        ("mqa_decode/gluon_swapab_cluster_exact", dict(gluon_cluster=True, gluon_cluster_exact=True),
+         "kernel: the Gluon swap-AB decode's cluster merge with its clusters at their exact non-portable size "
+         "(gluon_cluster, gluon_cluster_exact: 9-15 splits a token one CTA per split, 8 merging; forced on every "
+         "16 / 32-head shape)"),
         ("mqa_decode/gluon_swapab_wide", dict(gluon_wide=True),
          "kernel: the Gluon swap-AB decode with 128-slot tiles (gluon_wide: each warpgroup's score product 64 of the "
          "slots, one softmax and one value product over the 128; forced on every 16 / 32-head shape) + its merge as "

@@ -585,15 +585,27 @@ CLUSTER_MAX_CTAS = 16  # the H200's largest (non-portable) cluster
 CLUSTER_PORTABLE_CTAS = 8  # the largest portable cluster; Triton's launcher allows a non-portable size of 16 only
 
 
-def cluster_size(splits: int) -> tuple[int, int]:
+# Exact non-portable clusters (gluon_cluster_exact): 9 to 15 splits a cluster of one CTA per split (the launcher sets
+# the kernel's non-portable cluster size attribute, interface._cluster_launch), 8 of them merging, instead of a
+# cluster of 16 whose ranks past the splits only merge (1-4 tokens at the default lists: 10 splits, 6 CTAs without a
+# tile per token). Off until timed (sweep mqa-gluon-cluster-exact-2).
+GLUON_CLUSTER_EXACT = Switch("gluon_cluster_exact", "ATTNKIT_MQA_GLUON_CLUSTER_EXACT", False,
+                             "with the cluster merge (gluon_cluster): 9 to 15 splits a token run as a non-portable "
+                             "cluster of one CTA per split, 8 of them merging, instead of a cluster of 16; default off")
+
+
+def cluster_size(splits: int, exact: bool = False) -> tuple[int, int]:
     """A token's cluster for the cluster merge: (CTAs, log2 of the CTAs that merge). Up to 8 splits one CTA per split
     (at least 2), so that the grid holds no CTA without a tile (at 16 tokens the 5 splits' clusters of 8 did not all
     fit at once: benchmarks/sweeps/h200-f8e405f/), and the merging CTAs the largest power of two among them (each
-    merges 512 / 2^k output dims); 9 to 16 splits a cluster of 16, every CTA merging."""
+    merges 512 / 2^k output dims); 9 to 16 splits a cluster of 16, every CTA merging (exact: 9 to 15 splits one
+    CTA per split, a non-portable size, 8 merging)."""
     if splits > CLUSTER_MAX_CTAS:
         raise ValueError(f"gluon_cluster: a token's splits must fit one cluster of at most {CLUSTER_MAX_CTAS} CTAs; "
                          f"this step has {splits} (num_splits or the split rule)")
     if splits > CLUSTER_PORTABLE_CTAS:
+        if exact and splits < CLUSTER_MAX_CTAS:
+            return splits, CLUSTER_PORTABLE_CTAS.bit_length() - 1
         return CLUSTER_MAX_CTAS, CLUSTER_MAX_CTAS.bit_length() - 1
     ctas = max(2, splits)
     return ctas, ctas.bit_length() - 1
@@ -640,7 +652,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 comp_format: str = "fp8", gluon_maxnreg: int | None = None,
                 gluon_one_loop: bool | None = None, gluon_loads_first: bool | None = None,
                 gluon_prologue: int | None = None, pdl_early: bool = False,
-                gluon_cluster: bool | None = None, gluon_wide: bool | None = None) -> SwapabPlan:
+                gluon_cluster: bool | None = None, gluon_wide: bool | None = None,
+                gluon_cluster_exact: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
     Gluon: 64-slot tiles (one warpgroup's MMA M), or 128 (gluon_wide: the rule at 12-20 tokens), GLUON_WARPS warps."""
@@ -717,7 +730,11 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
             cluster = gluon_cluster_rule(T, H, splits, fused, comp_format, wide)
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
-        ctas, log2_mergers = cluster_size(splits) if cluster else (0, 0)
+        exact = GLUON_CLUSTER_EXACT.resolve(gluon_cluster_exact)
+        if exact and not cluster:
+            raise ValueError("gluon_cluster_exact: sizes the cluster merge's clusters; it needs gluon_cluster (by "
+                             "the rule or asked for)")
+        ctas, log2_mergers = cluster_size(splits, bool(exact)) if cluster else (0, 0)
         fused_m = False if cluster else (splits <= GLUON_FUSED_MAX_SPLITS if fused is None else bool(fused))
         lf = GLUON_LOADS_FIRST.resolve(gluon_loads_first)
         if lf is None:  # the rule (see GLUON_LOADS_FIRST): where the merge is launched apart
@@ -747,7 +764,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                   ("gluon_half", GLUON_HALF, gluon_half), ("gluon_banks", GLUON_BANKS, gluon_banks),
                   ("gluon_maxnreg", GLUON_MAXNREG, gluon_maxnreg), ("gluon_one_loop", GLUON_ONE_LOOP, gluon_one_loop),
                   ("gluon_loads_first", GLUON_LOADS_FIRST, gluon_loads_first),
-                  ("gluon_prologue", GLUON_PROLOGUE, gluon_prologue), ("gluon_wide", GLUON_WIDE, gluon_wide))
+                  ("gluon_prologue", GLUON_PROLOGUE, gluon_prologue), ("gluon_wide", GLUON_WIDE, gluon_wide),
+                  ("gluon_cluster_exact", GLUON_CLUSTER_EXACT, gluon_cluster_exact))
     for name, opt, value in gluon_only:
         got = opt.resolve(value)
         if value is not None and (got is True or isinstance(opt, IntOption)):

@@ -91,7 +91,27 @@ def _cluster_launch(kernel, clusters: int, ctas: int, args: tuple, kwargs: dict)
     nw, nc, shared = compiled.packed_metadata
     require(nc in (1, ctas), "gluon_cluster", f"the compiled kernel launches clusters of {nc} CTAs, not {ctas}")
     compiled.packed_metadata = (nw, ctas, shared)
+    if ctas > 8 and ctas != 16:  # Triton's launcher allows a non-portable size of 16 only
+        _allow_non_portable_cluster(compiled)
     kernel[(clusters,)](*args, **kwargs)
+
+
+_NON_PORTABLE_SET: set = set()  # CUfunction handles whose non-portable cluster size attribute is set
+
+
+def _allow_non_portable_cluster(compiled) -> None:
+    """Sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (14 in cuda.h) on a compiled kernel, once: clusters
+    of 9 to 15 CTAs (gluon_cluster_exact) need it, and Triton's launcher sets it for 16 only."""
+    if getattr(compiled, "function", None) is None:
+        compiled._init_handles()
+    fn = compiled.function
+    if fn in _NON_PORTABLE_SET:
+        return
+    import ctypes
+    rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(fn), ctypes.c_int(14), ctypes.c_int(1))
+    require(rc == 0, "gluon_cluster_exact", f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) failed: CUresult "
+            f"{rc} (a GPU without non-portable cluster sizes)")
+    _NON_PORTABLE_SET.add(fn)
 
 
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
@@ -103,7 +123,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         gluon_cluster=None, gluon_wide=None, merge_dc=None, merge_warps=None,
+                         gluon_cluster=None, gluon_wide=None, gluon_cluster_exact=None, merge_dc=None,
+                         merge_warps=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
@@ -152,6 +173,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     them, one softmax and one value product over the 128) instead of 64, so a split walks half as many tiles (not
     with gluon_async, gluon_half, gluon_one_loop or gluon_prologue level 2); default: the rule
     ``config.gluon_wide_rule`` (12 to 20 tokens; it takes 64-slot tiles where one of those is asked for).
+    gluon_cluster_exact (else ``ATTNKIT_MQA_GLUON_CLUSTER_EXACT``, default off): with the cluster merge, 9 to 15
+    splits a token run as a non-portable cluster of one CTA per split (8 of them merging) instead of one of 16.
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -279,7 +302,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                            gluon_banks=gluon_banks, comp_format=comp_format, gluon_maxnreg=gluon_maxnreg,
                            gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                            gluon_prologue=gluon_prologue, pdl_early=early_asked and use_pdl,
-                           gluon_cluster=cluster_asked, gluon_wide=gluon_wide)
+                           gluon_cluster=cluster_asked, gluon_wide=gluon_wide,
+                           gluon_cluster_exact=gluon_cluster_exact)
     else:
         plan = headpad_plan(T, H, W + K, sm, num_splits, dev.type, out_dc, headpad_stages, headpad_block_n,
                             comp_format, headpad_ids_early)
@@ -445,7 +469,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
                       headpad_ids_early=None,
                       gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None,
-                      gluon_wide=None) -> set:
+                      gluon_wide=None, gluon_cluster_exact=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -470,6 +494,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              headpad_block_n=headpad_block_n, gluon_maxnreg=gluon_maxnreg, merge_early=merge_early,
                              merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
-                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster, gluon_wide=gluon_wide)
+                             gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster, gluon_wide=gluon_wide,
+                             gluon_cluster_exact=gluon_cluster_exact)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

@@ -246,7 +246,7 @@ for _fmt in ("fp8", "nvfp4"):
         for _t in (1, 2, 4, 8, 16, 32, 64):
             _mq("mqa_decode-step", f"h{_h}-t{_t}-{_fmt}", _t, _h, 64, _fmt, 64, tiers=(FULL, BENCH))
     for _h in (16, 32):  # token counts between the benchmarked ones, where the swap-AB tile rules change (sweeps)
-        for _t in (12, 20):
+        for _t in (10, 12, 20, 22, 24, 26):
             _mq("mqa_decode-step", f"h{_h}-t{_t}-{_fmt}", _t, _h, 64, _fmt, 64, tiers=(FULL,))
 
 # the specified gate matrix: H x T x format x page size x partial / full lists, H_pad 64 and 128 (full tier)
