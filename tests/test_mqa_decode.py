@@ -1174,7 +1174,7 @@ def test_gluon_cluster_exact_matches_clusters_of_16(case):
     n0 = len(LAUNCHED_KEYS)
     ex = [mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True, gluon_cluster_exact=True)
           for _ in range(2)]
-    assert all(k[0].endswith("_cluster10s10") for k in LAUNCHED_KEYS[n0:]), LAUNCHED_KEYS[n0:]
+    assert all("_cluster10s10" in k[0] for k in LAUNCHED_KEYS[n0:]), LAUNCHED_KEYS[n0:]
     assert torch.equal(ex[0][0], ex[1][0]) and torch.equal(ex[0][1], ex[1][1])
     assert (ex[0][0].float() - c16[0].float()).abs().max() <= 2 * c16[0].float().abs().max() * 2 ** -8
     torch.testing.assert_close(ex[0][1], c16[1], rtol=1e-5, atol=1e-5)
