@@ -567,7 +567,10 @@ def test_gluon_cluster_plan(monkeypatch):
     # rule's tiles (5 splits, clusters of 5: 4 merging), at most 16 splits, not with the fused merge
     for fmt in ("fp8", "nvfp4"):
         assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
-                for T in (1, 4, 5, 8, 11, 12, 15, 16, 17, 20, 21, 32)] == [4, 4, 0, 0, 0, 2, 2, 2, 2, 2, 0, 0], fmt
+                for T in (1, 4, 5, 8, 11, 12, 15, 16, 17, 20, 22, 23, 32)] == [4 - (fmt == "nvfp4")] * 2 + [0, 0, 0, 2, 2, 2, 2, 2, 2, 0, 0], fmt
+        # (1-4 tokens at 16 heads over nvfp4: exact clusters of 10, 8 merging: gluon_cluster_exact's rule)
+        assert swapab_plan(10, 16, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster == \
+            (2 if fmt == "nvfp4" else 0), fmt  # 10 tokens: wide tiles in clusters over nvfp4 records only
         assert [swapab_plan(T, 32, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
                 for T in (1, 2, 4, 5)] == [4 if fmt == "nvfp4" else 0, 4, 4, 0], fmt
     assert swapab_plan(2, 16, 1280, 132, None, "cuda", gluon=True).cluster == 0  # 20 splits
@@ -805,11 +808,14 @@ def test_gluon_wide_tile_plan(monkeypatch):
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4").num_warps == 8  # nvfp4 8
     assert C.swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_warps=8) == wide  # the keyword beats it
     assert [C.swapab_plan(T, H, 640, 132, None, "cuda", gluon=True, comp_format=f).live
-            for T in (1, 8, 11, 12, 16, 20, 21, 32) for H in (16, 32)
-            for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 12 + [64] * 8
-    # the rule's wide tiles merge in clusters (of 5, one CTA per split), also where the 64-slot rule has none
-    assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).cluster_ctas for T in (11, 12, 20, 21)] == \
-        [0, 5, 5, 0]
+            for T in (1, 8, 11, 12, 16, 20, 22, 23, 32) for H in (16, 32)
+            for f in ("fp8", "nvfp4")] == [64] * 12 + [128] * 16 + [64] * 8
+    assert [C.swapab_plan(10, H, 640, 132, None, "cuda", gluon=True, comp_format=f).live
+            for H in (16, 32) for f in ("fp8", "nvfp4")] == [64, 128] * 2  # 10 tokens: over nvfp4 records only
+    # the rule's wide tiles merge in clusters (of 5, one CTA per split), also where the 64-slot rule has none; at most
+    # 22 clusters of 5 are resident at once on the H200, so 23 tokens and more keep 64-slot tiles
+    assert [C.swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True).cluster_ctas for T in (11, 12, 20, 22, 23)] == \
+        [0, 5, 5, 5, 0]
     assert C.swapab_plan(12, 16, 640, 132, None, "cuda", gluon=True, gluon_wide=False).cluster_ctas == 0
     assert (base.block_n, base.live, base.num_splits, base.slots_per_split) == (64, 64, 5, 128)
     assert (wide.block_n, wide.live, wide.num_splits, wide.slots_per_split) == (128, 128, 5, 128)
@@ -1132,8 +1138,9 @@ def test_gluon_cluster_merge_matches_the_merge_kernel(case):
 
 def test_gluon_cluster_exact_plan(monkeypatch):
     """gluon_cluster_exact: 9 to 15 splits a token one CTA per split (a non-portable cluster size), 8 merging; up to
-    8 and at 16 splits the same clusters as without it; off by default; refused without the cluster merge and, by
-    keyword, where the Triton swap-AB kernel runs; the compile key names the cluster size."""
+    8 and at 16 splits the same clusters as without it; by default the rule (16 heads over nvfp4 records); refused
+    without the cluster merge and, by keyword, where the Triton swap-AB kernel runs; the compile key names the
+    cluster size."""
     from attnkit.mqa_decode.config import cluster_size, swapab_plan
     from attnkit.mqa_decode.interface import _key
     assert [cluster_size(s, True) for s in (1, 5, 8, 9, 10, 15, 16)] == \
@@ -1142,7 +1149,13 @@ def test_gluon_cluster_exact_plan(monkeypatch):
     p = swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=True)
     assert (p.num_splits, p.cluster_ctas, p.cluster) == (10, 10, 3)
     assert _key("swapab", 16, p, "fp8")[0].endswith("_cluster10s10")
-    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True).cluster_ctas == 16  # off by default
+    # the rule: at 16 heads over nvfp4 records; clusters of 16 elsewhere
+    assert [swapab_plan(T, H, 640, 132, None, "cuda", gluon=True, comp_format=f).cluster_ctas
+            for T, H, f in ((1, 16, "fp8"), (1, 16, "nvfp4"), (4, 16, "nvfp4"), (1, 32, "nvfp4"), (2, 32, "fp8"))] \
+        == [16, 10, 10, 16, 16]
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4",
+                       gluon_cluster_exact=False).cluster_ctas == 16
+    assert swapab_plan(1, 16, 640, 132, None, "cuda", gluon=True, comp_format="nvfp4", gluon_cluster=False).cluster == 0
     assert swapab_plan(16, 16, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=True).cluster_ctas == 5
     with pytest.raises(ValueError, match="gluon_cluster_exact"):  # 32 heads x 1 token fp8: no cluster by the rule
         swapab_plan(1, 32, 640, 132, None, "cuda", gluon=True, gluon_cluster_exact=True)

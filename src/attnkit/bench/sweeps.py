@@ -1196,13 +1196,23 @@ SWEEPS["mqa-gluon-wide-cluster-t8"] = Sweep(
 
 
 SWEEPS["mqa-gluon-wide-cutoff"] = Sweep(
-    "mqa_decode", "the Gluon swap-AB kernel's wide tiles merged in clusters (gluon_wide, gluon_cluster; 16 warps over "
-    "fp8 by the rule) against the rule at the token counts around the wide-tile rule's 12-20: 10 (the rule: 10 "
+    "mqa_decode", "the Gluon swap-AB kernel's wide tiles merged in clusters (gluon_wide, gluon_cluster; asked for, so "
+    "8 warps over fp8 too) against the rule at the token counts around the wide-tile rule's 12-20: 10 (the rule: 10 "
     "splits of one 64-slot tile, the merge apart) and 22 / 24 / 26 (5 splits of two 64-slot tiles, the merge apart; "
     "wide: 110 / 120 / 130 CTAs in clusters of 5), 16 / 32 heads x fp8 / nvfp4, attention with its merge",
     _mqa_steps((16, 32), (10, 22, 24, 26)),
     (("rule", dict(kernel="swapab", gluon=True)),
      ("wide-cluster", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_cluster=True))))
+
+
+SWEEPS["mqa-gluon-wide-22"] = Sweep(
+    "mqa_decode", "the wide-tile rule as extended to 22 tokens (and to 10 over nvfp4 records): wide tiles in clusters "
+    "of 5, 16 warps over fp8 by the rule, against 64-slot tiles with the merge apart (the rule before) and wide tiles "
+    "at 8 warps, 16 / 32 heads x 22 tokens x fp8 / nvfp4 and 10 tokens x nvfp4, attention with its merge",
+    _mqa_steps((16, 32), (22,)) + tuple(f"mqa_decode-step-h{h}-t10-nvfp4" for h in (16, 32)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("tiles64", dict(kernel="swapab", gluon=True, gluon_wide=False)),
+     ("wide-w8", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_cluster=True))))
 
 
 SWEEPS["mqa-gluon-cluster-exact-2"] = Sweep(

@@ -566,14 +566,21 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # 16 over nvfp4 0.958-1.212 / 1.017-1.322 (the format split of 16 tokens holds). So wide tiles, merged in clusters
 # (gluon_cluster_rule), from 12 to 20 tokens: measured at 12, 16 and 20; in between the plan is the same (5 splits a
 # token of one wide tile, clusters of 5, at most 100 CTAs). At 8 tokens (benchmarks/sweeps/h200-732f54b/
-# sweep-mqa-gluon-wide-cluster-t8.json) wide tiles in clusters lose: rule ÷ them 0.871-0.949. 9-11 and 21-31 tokens
-# not measured, off.
+# sweep-mqa-gluon-wide-cluster-t8.json) wide tiles in clusters lose: rule ÷ them 0.871-0.949.
+# Where it stops (sweep mqa-gluon-wide-cutoff at 7dfeeac, benchmarks/sweeps/h200-7dfeeac/, 5 rounds, paired rule ÷
+# wide tiles in clusters, attention with its merge; the wide tiles forced, so 8 warps over fp8 too): at 22 tokens
+# 1.219 / 1.258 fp8 and 1.387 / 1.280 nvfp4 at 16 / 32 heads (16 heads x 22 tokens nvfp4 15.1 -> 10.9 us); at 24 and
+# 26 tokens 0.70-0.75. The cause: at most 22 clusters of 5 wide programs are resident at once on the H200
+# (cuOccupancyMaxActiveClusters with the kernel's block and shared memory, benchmarks/experiments/
+# mqa-cluster-occupancy-h200-7dfeeac.json), so from 23 tokens a step's clusters run in two waves. At 10 tokens (the
+# rule: 10 splits of one 64-slot tile, the merge apart) 1.100 / 1.020 nvfp4, 0.936 / 0.980 fp8 at 16 / 32 heads. So
+# the rule: 12 to 22 tokens, and 10 over nvfp4 records; 9 and 11 not measured, off.
 GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
                     "softmax and one value product over the 128) instead of 64; not with gluon_async, gluon_half, "
                     "gluon_one_loop or gluon_prologue 2 (where one of those is asked for, the rule takes 64); "
                     "default: the rule (config.gluon_wide_rule)")
-GLUON_WIDE_TOKENS = {(H, f): tuple(range(12, 21)) for H in (16, 32) for f in ("fp8", "nvfp4")}
+GLUON_WIDE_TOKENS = {(H, f): (10,) * (f == "nvfp4") + tuple(range(12, 23)) for H in (16, 32) for f in ("fp8", "nvfp4")}
 
 
 def gluon_wide_rule(T: int, H: int, comp_format: str = "fp8") -> bool:
@@ -588,10 +595,17 @@ CLUSTER_PORTABLE_CTAS = 8  # the largest portable cluster; Triton's launcher all
 # Exact non-portable clusters (gluon_cluster_exact): 9 to 15 splits a cluster of one CTA per split (the launcher sets
 # the kernel's non-portable cluster size attribute, interface._cluster_launch), 8 of them merging, instead of a
 # cluster of 16 whose ranks past the splits only merge (1-4 tokens at the default lists: 10 splits, 6 CTAs without a
-# tile per token). Off until timed (sweep mqa-gluon-cluster-exact-2).
-GLUON_CLUSTER_EXACT = Switch("gluon_cluster_exact", "ATTNKIT_MQA_GLUON_CLUSTER_EXACT", False,
+# tile per token). Sweep mqa-gluon-cluster-exact-2 at 7dfeeac (benchmarks/sweeps/h200-7dfeeac/, 5 rounds, paired
+# clusters of 16 ÷ exact, both forced on, 1 / 2 / 4 tokens): attention at 16 heads 1.019 / 1.020 / 1.030 fp8 and
+# 1.024 / 1.040 / 1.043 nvfp4 (16 heads x 1 token nvfp4 7.02 -> 6.88 us), at 32 heads 0.959-0.975 fp8 and
+# 0.957-0.981 nvfp4 (slower); whole steps at 16 heads nvfp4 1.021 / 1.029 / 1.022, but 16 heads fp8 0.911-0.922 and 32
+# heads nvfp4 0.958-0.967 (slower; 32 heads fp8 1.014-1.024). So the rule: exact clusters at 16 heads over nvfp4
+# records (GLUON_CLUSTER_EXACT_BY), where attention and steps both won; elsewhere clusters of 16.
+GLUON_CLUSTER_EXACT = Switch("gluon_cluster_exact", "ATTNKIT_MQA_GLUON_CLUSTER_EXACT", None,
                              "with the cluster merge (gluon_cluster): 9 to 15 splits a token run as a non-portable "
-                             "cluster of one CTA per split, 8 of them merging, instead of a cluster of 16; default off")
+                             "cluster of one CTA per split, 8 of them merging, instead of a cluster of 16; default: "
+                             "the rule (16 heads over nvfp4 records: GLUON_CLUSTER_EXACT_BY)")
+GLUON_CLUSTER_EXACT_BY = ((16, "nvfp4"),)
 
 
 def cluster_size(splits: int, exact: bool = False) -> tuple[int, int]:
@@ -731,6 +745,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
         if cluster and fused:
             raise ValueError("gluon_cluster: the cluster merges each token; it cannot be combined with gluon_fused")
         exact = GLUON_CLUSTER_EXACT.resolve(gluon_cluster_exact)
+        if exact is None:  # the rule (see GLUON_CLUSTER_EXACT)
+            exact = bool(cluster) and (H, comp_format) in GLUON_CLUSTER_EXACT_BY
         if exact and not cluster:
             raise ValueError("gluon_cluster_exact: sizes the cluster merge's clusters; it needs gluon_cluster (by "
                              "the rule or asked for)")
