@@ -522,7 +522,7 @@ GLUON_PROLOGUE = IntOption("gluon_prologue", "ATTNKIT_MQA_GLUON_PROLOGUE", None,
 #     fit at once. 9-13 tokens (10 splits, clusters of 16) and 14-26 tokens other than 16 (5 splits) not measured.
 # So the rule: on at GLUON_CLUSTER_TOKENS (per head count and record format, the token counts where it won, attention
 # and step: at 32 heads x 1 token nvfp4 in both runs, fp8 in neither; at 16 tokens everywhere, 16 heads fp8 by
-# 0.3-0.9 %), off elsewhere; and since 569b8dd wherever the wide-tile rule takes wide tiles (12-20 tokens: 5 splits,
+# 0.3-0.9 %), off elsewhere; and since 569b8dd wherever the wide-tile rule takes wide tiles (12-22 tokens: 5 splits,
 # clusters of 5; sweep mqa-gluon-wide-tokens, see GLUON_WIDE_TOKENS).
 GLUON_CLUSTER = Switch("gluon_cluster", "ATTNKIT_MQA_GLUON_CLUSTER", None,
                        "Gluon swap-AB kernel: each token's splits run as one thread-block cluster of up to 16 CTAs "
@@ -670,7 +670,8 @@ def swapab_plan(T: int, H: int, n_slots: int, sm_count: int, num_splits: int | N
                 gluon_cluster_exact: bool | None = None) -> SwapabPlan:
     """Triton: tiles of 32 slots by default: 64 was slower where timed (benchmarks/sweeps/h200-58d0089.json); with
     64 the sm_90 cubins spill 1.4 KB (fp8) / 1.4 KB (nvfp4) per thread, with 32 none / 48 bytes (compile_check).
-    Gluon: 64-slot tiles (one warpgroup's MMA M), or 128 (gluon_wide: the rule at 12-20 tokens), GLUON_WARPS warps."""
+    Gluon: 64-slot tiles (one warpgroup's MMA M), or 128 (gluon_wide: the rule at 12-22 tokens, and 10 over nvfp4),
+    GLUON_WARPS warps."""
     if gluon:
         warps = GLUON_WARPS.resolve(gluon_warps)
         warps_by_rule = warps is None

@@ -168,13 +168,14 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ``ATTNKIT_MQA_GLUON_CLUSTER``): each token's splits run as one thread-block cluster of up to 16 CTAs that merges
     them itself after a cluster barrier, so the step is one launch (at most 16 splits per token; not with
     gluon_fused); default: the rule ``config.gluon_cluster_rule`` (16 heads x 1-4 tokens, 32 heads x 2-4 and x 1
-    token for nvfp4 compressed records, and 12-20 tokens, where the rule's wide tiles run). gluon_wide (else
+    token for nvfp4 compressed records, and where the rule's wide tiles run). gluon_wide (else
     ``ATTNKIT_MQA_GLUON_WIDE``): the Gluon kernel's tiles hold 128 slots (each warpgroup's score product 64 of
     them, one softmax and one value product over the 128) instead of 64, so a split walks half as many tiles (not
     with gluon_async, gluon_half, gluon_one_loop or gluon_prologue level 2); default: the rule
-    ``config.gluon_wide_rule`` (12 to 20 tokens; it takes 64-slot tiles where one of those is asked for).
-    gluon_cluster_exact (else ``ATTNKIT_MQA_GLUON_CLUSTER_EXACT``, default off): with the cluster merge, 9 to 15
-    splits a token run as a non-portable cluster of one CTA per split (8 of them merging) instead of one of 16.
+    ``config.gluon_wide_rule`` (12 to 22 tokens, and 10 over nvfp4 records; it takes 64-slot tiles where one of those is asked for).
+    gluon_cluster_exact (else ``ATTNKIT_MQA_GLUON_CLUSTER_EXACT``): with the cluster merge, 9 to 15 splits a token
+    run as a non-portable cluster of one CTA per split (8 of them merging) instead of one of 16; default: the rule
+    (16 heads over nvfp4 records, ``config.GLUON_CLUSTER_EXACT_BY``).
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
