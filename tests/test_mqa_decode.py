@@ -567,7 +567,8 @@ def test_gluon_cluster_plan(monkeypatch):
     # rule's tiles (5 splits, clusters of 5: 4 merging), at most 16 splits, not with the fused merge
     for fmt in ("fp8", "nvfp4"):
         assert [swapab_plan(T, 16, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster
-                for T in (1, 4, 5, 8, 11, 12, 15, 16, 17, 20, 22, 23, 32)] == [4 - (fmt == "nvfp4")] * 2 + [0, 0, 0, 2, 2, 2, 2, 2, 2, 0, 0], fmt
+                for T in (1, 4, 5, 8, 11, 12, 15, 16, 17, 20, 22, 23, 32)] == \
+            [4 - (fmt == "nvfp4")] * 2 + [0, 0, 0, 2, 2, 2, 2, 2, 2, 0, 0], fmt
         # (1-4 tokens at 16 heads over nvfp4: exact clusters of 10, 8 merging: gluon_cluster_exact's rule)
         assert swapab_plan(10, 16, 640, 132, None, "cuda", gluon=True, comp_format=fmt).cluster == \
             (2 if fmt == "nvfp4" else 0), fmt  # 10 tokens: wide tiles in clusters over nvfp4 records only

@@ -580,7 +580,8 @@ GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "softmax and one value product over the 128) instead of 64; not with gluon_async, gluon_half, "
                     "gluon_one_loop or gluon_prologue 2 (where one of those is asked for, the rule takes 64); "
                     "default: the rule (config.gluon_wide_rule)")
-GLUON_WIDE_TOKENS = {(H, f): (10,) * (f == "nvfp4") + tuple(range(12, 23)) for H in (16, 32) for f in ("fp8", "nvfp4")}
+GLUON_WIDE_TOKENS = {(H, f): (10,) * (f == "nvfp4") + tuple(range(12, 23))
+                     for H in (16, 32) for f in ("fp8", "nvfp4")}
 
 
 def gluon_wide_rule(T: int, H: int, comp_format: str = "fp8") -> bool:

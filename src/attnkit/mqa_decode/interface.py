@@ -172,7 +172,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     ``ATTNKIT_MQA_GLUON_WIDE``): the Gluon kernel's tiles hold 128 slots (each warpgroup's score product 64 of
     them, one softmax and one value product over the 128) instead of 64, so a split walks half as many tiles (not
     with gluon_async, gluon_half, gluon_one_loop or gluon_prologue level 2); default: the rule
-    ``config.gluon_wide_rule`` (12 to 22 tokens, and 10 over nvfp4 records; it takes 64-slot tiles where one of those is asked for).
+    ``config.gluon_wide_rule`` (12 to 22 tokens, and 10 over nvfp4 records; it takes 64-slot tiles where one of those
+    is asked for).
     gluon_cluster_exact (else ``ATTNKIT_MQA_GLUON_CLUSTER_EXACT``): with the cluster merge, 9 to 15 splits a token
     run as a non-portable cluster of one CTA per split (8 of them merging) instead of one of 16; default: the rule
     (16 heads over nvfp4 records, ``config.GLUON_CLUSTER_EXACT_BY``).
