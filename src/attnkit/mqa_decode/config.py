@@ -574,7 +574,10 @@ def gluon_cluster_rule(T: int, H: int, splits: int, fused: bool | None, comp_for
 # (cuOccupancyMaxActiveClusters with the kernel's block and shared memory, benchmarks/experiments/
 # mqa-cluster-occupancy-h200-7dfeeac.json), so from 23 tokens a step's clusters run in two waves. At 10 tokens (the
 # rule: 10 splits of one 64-slot tile, the merge apart) 1.100 / 1.020 nvfp4, 0.936 / 0.980 fp8 at 16 / 32 heads. So
-# the rule: 12 to 22 tokens, and 10 over nvfp4 records; 9 and 11 not measured, off.
+# the rule: 12 to 22 tokens (21 not measured: the plan of 20 and 22, 5 splits of one wide tile in clusters of 5, at
+# most 110 CTAs), and 10 over nvfp4 records; 9 and 11 not measured, off. Confirmed as dispatched at 648c302
+# (benchmarks/sweeps/h200-648c302/sweep-mqa-gluon-wide-22.json, paired the rule before ÷ the rule): 1.339 / 1.268 fp8
+# (16 warps) and 1.381 / 1.281 nvfp4 at 16 / 32 heads x 22 tokens, 1.100 / 1.020 at 10 tokens over nvfp4.
 GLUON_WIDE = Switch("gluon_wide", "ATTNKIT_MQA_GLUON_WIDE", None,
                     "Gluon swap-AB kernel: tiles of 128 slots (the two warpgroups' score products 64 slots each, one "
                     "softmax and one value product over the 128) instead of 64; not with gluon_async, gluon_half, "
