@@ -46,6 +46,35 @@ def test_runner_fails_a_blind_gate():
     assert res.status == "fail" and "not caught" in res.reason
 
 
+def test_power_check_draws_a_case_anew_before_calling_a_perturbation_blind():
+    """A perturbation missed on a case's first inputs is tried on fresh draws of the same case (other seeds, up to
+    POWER_DRAWS in all) before the next case: here one that shows only from its second call is caught on the first
+    case's second draw, whose inputs differ from the first's; a no-op is tried POWER_DRAWS times a case and stays
+    not caught."""
+    from attnkit.gate.runner import POWER_CASES_MAX, POWER_DRAWS
+    g = _merge_gate()
+    seen = []
+
+    def late(inp, p=None):
+        if p == "late":
+            seen.append(inp["acc"].clone())
+            out, lse = g.subject(inp, None)
+            return (out + 1.0, lse) if len(seen) >= 2 else (out, lse)
+        return g.subject(inp, p)
+    gl = dataclasses.replace(g, name="merge/late", subject=late, perturbations=(
+        Perturbation("late", "a fault that shows from its second call"),))
+    res = run_gate(gl, DEVICE, "smoke", seed=1)
+    st = res.power["late"]
+    assert res.status == "pass" and st["caught"] and st["tried"] == 1 and st["draws"] == 2, st
+    assert len(seen) == 2 and not torch.equal(seen[0], seen[1])  # a fresh draw, not the same inputs again
+    blind = dataclasses.replace(g, name="merge/blind", subject=lambda inp, p=None: g.subject(inp, None),
+                                perturbations=(Perturbation("no-op", "a perturbation that changes nothing"),))
+    res = run_gate(blind, DEVICE, "smoke", seed=1)
+    st = res.power["no-op"]
+    assert res.status == "fail" and not st["caught"] and st["draws"] == st["tried"] * POWER_DRAWS, st
+    assert 1 <= st["tried"] <= POWER_CASES_MAX
+
+
 def test_runner_records_a_crash_as_failure():
     def boom(inp, p=None):
         raise RuntimeError("kernel exploded")

@@ -18,6 +18,12 @@ from ..testing.oracles import ORACLES
 from .registry import Gate, gates
 
 POWER_CASES_MAX = 4  # a perturbation is tried on at most this many applicable cases, stopping at the first catch
+# On a case where a perturbation is not caught, its inputs are drawn anew (other seeds) up to this many draws in all:
+# a perturbation whose effect depends on the data (one key past a window of 40 carries about 1/41 of the weight)
+# can fall inside a loose bound on one draw, and `attnkit check` draws a new seed each run. A blind perturbation
+# stays blind on every draw.
+POWER_DRAWS = 3
+POWER_DRAW_STRIDE = 7919  # draw k of a case uses seed + k * POWER_DRAW_STRIDE
 
 
 @dataclass
@@ -25,7 +31,7 @@ class GateResult:
     gate: str
     status: str  # pass | fail | skipped
     cases: list = field(default_factory=list)  # per-case records
-    power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n}
+    power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n, "draws": n}
     reason: str = ""
 
 
@@ -34,6 +40,16 @@ def _exact(out, ref) -> dict:
     diff = 0 if same else int((out.cpu() != ref.cpu()).sum()) if out.shape == ref.shape else -1
     return dict(ok=same, worst_ratio=0.0 if same else float("inf"),
                 reason="" if same else f"{diff} bytes differ from the oracle's")
+
+
+def _draw(gate: Gate, case, device, seed):
+    """A power check's fresh draw of a case: its inputs and the oracle's (and the baseline's) answers."""
+    inp = make_inputs(case, device, seed)
+    if gate.exact:
+        return inp, (gate.oracle(inp)[0], None, None, None)
+    ref, ref_lse = (gate.oracle or ORACLES[case.family])(inp)
+    base, base_lse = BASELINES[case.family](inp)
+    return inp, (ref, ref_lse, base, base_lse)
 
 
 def _run_case(gate: Gate, case, device, seed):
@@ -107,13 +123,18 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
                 if st["caught"] or st["tried"] >= POWER_CASES_MAX or not p.applies(case):
                     continue
                 st["tried"] += 1
-                try:
-                    caught, cmp = _power(gate, p, case, inp, refs)
-                    reason = cmp.reason
-                except Exception as e:
-                    caught, reason = True, f"raised {type(e).__name__}"
-                if caught:
-                    st.update(caught=True, case=case.id, reason=reason)
+                for draw in range(POWER_DRAWS):
+                    d_inp, d_refs = (inp, refs) if draw == 0 else _draw(gate, case, device,
+                                                                       seed + draw * POWER_DRAW_STRIDE)
+                    st["draws"] = st.get("draws", 0) + 1
+                    try:
+                        caught, cmp = _power(gate, p, case, d_inp, d_refs)
+                        reason = cmp.reason
+                    except Exception as e:
+                        caught, reason = True, f"raised {type(e).__name__}"
+                    if caught:
+                        st.update(caught=True, case=case.id, reason=reason)
+                        break
         del inp, refs
         if device == "cuda":
             torch.cuda.empty_cache()
@@ -165,6 +186,7 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict) -> list
             for pname, st in r.power.items():
                 acc = res.power.setdefault(pname, {"caught": False, "case": None, "tried": 0, "what": st.get("what")})
                 acc["tried"] += st.get("tried", 0)
+                acc["draws"] = acc.get("draws", 0) + st.get("draws", 0)
                 if st.get("caught") and not acc["caught"]:
                     acc.update(caught=True, case=st.get("case"), reason=st.get("reason", ""))
         out.append(_settle(res, tier))
