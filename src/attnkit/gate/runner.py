@@ -43,7 +43,8 @@ def _exact(out, ref) -> dict:
 
 
 def _draw(gate: Gate, case, device, seed):
-    """A power check's fresh draw of a case: its inputs and the oracle's (and the baseline's) answers."""
+    """A case's seeded inputs and the oracle's (and the baseline's) answers: each case's first draw (_run_case), and
+    a power check's fresh ones."""
     inp = make_inputs(case, device, seed)
     if gate.exact:
         return inp, (gate.oracle(inp)[0], None, None, None)
@@ -53,15 +54,13 @@ def _draw(gate: Gate, case, device, seed):
 
 
 def _run_case(gate: Gate, case, device, seed):
-    inp = make_inputs(case, device, seed)
+    inp, refs = _draw(gate, case, device, seed)
+    ref, ref_lse, base, base_lse = refs
     if gate.exact:
-        ref, _ = gate.oracle(inp)
         out, _ = gate.call(inp, None, case)
         rec = dict(case=case.id, group=case.group, **_exact(out, ref))
         rec["status"] = "pass" if rec["ok"] else "fail"
-        return inp, (ref, None, None, None), rec
-    ref, ref_lse = (gate.oracle or ORACLES[case.family])(inp)
-    base, base_lse = BASELINES[case.family](inp)
+        return inp, refs, rec
     out, lse = gate.call(inp, None, case)
     if device == "cuda":
         torch.cuda.synchronize()
@@ -73,7 +72,7 @@ def _run_case(gate: Gate, case, device, seed):
         rec["ok"] = False
         rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + f"{left} output elements unwritten"
     rec["status"] = "pass" if rec["ok"] else "fail"
-    return inp, (ref, ref_lse, base, base_lse), rec
+    return inp, refs, rec
 
 
 def _power(gate, pert, case, inp, refs):

@@ -91,7 +91,8 @@ def _cluster_launch(kernel, clusters: int, ctas: int, args: tuple, kwargs: dict)
     nw, nc, shared = compiled.packed_metadata
     require(nc in (1, ctas), "gluon_cluster", f"the compiled kernel launches clusters of {nc} CTAs, not {ctas}")
     compiled.packed_metadata = (nw, ctas, shared)
-    if ctas > 8 and ctas != 16:  # Triton's launcher allows a non-portable size of 16 only
+    from .config import CLUSTER_MAX_CTAS, CLUSTER_PORTABLE_CTAS
+    if CLUSTER_PORTABLE_CTAS < ctas < CLUSTER_MAX_CTAS:  # Triton's launcher allows a non-portable size of 16 only
         _allow_non_portable_cluster(compiled)
     kernel[(clusters,)](*args, **kwargs)
 
