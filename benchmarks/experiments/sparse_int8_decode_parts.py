@@ -8,6 +8,8 @@ providers alternating in shuffled order, paired ratios), settings:
   rule-mergeonly       the merge alone, over the partials the dispatched kernel wrote (real data)
   tps{k}[-nomerge|-mergeonly]  the Triton kernels with k tiles of 32 candidates per split (fewer, longer splits:
                        a smaller merge), the same three ways
+  gtps{k}[-nomerge|-mergeonly] the Gluon kernel (sm_90) with k tiles of 64 candidates per split, the same three
+                       ways (k = 2 at 1 row: 16 splits per KV head, what one thread-block cluster of 16 CTAs holds)
   empty1 / empty2      one / two launches of a kernel of 128 programs that stores one word each: the graph-replay
                        cost of a launch with no work, the floor under any call of one or two kernels
 
@@ -86,13 +88,14 @@ def providers():
     ps = [Provider("rule", "sparse_int8", "ours", "as dispatched", lambda inp: _sparse_ours(inp)),
           Provider("rule-nomerge", "sparse_int8", "ours", "as dispatched, merge left out", _nomerge()),
           Provider("rule-mergeonly", "sparse_int8", "ours", "the dispatched call's merge alone", _mergeonly())]
-    for k in (1, 2, 4, 8):
-        kw = dict(gluon=False, tiles_per_split=k)
-        ps += [Provider(f"tps{k}", "sparse_int8", "ours", f"Triton, {k} tiles per split",
+    settings = [("tps", "Triton", False, k) for k in (1, 2, 4, 8)] + [("gtps", "Gluon", True, k) for k in (1, 2, 4)]
+    for tag, name, gl, k in settings:
+        kw = dict(gluon=gl, tiles_per_split=k)
+        ps += [Provider(f"{tag}{k}", "sparse_int8", "ours", f"{name}, {k} tiles per split",
                         lambda inp, kw=kw: _sparse_ours(inp, **kw)),
-               Provider(f"tps{k}-nomerge", "sparse_int8", "ours", f"Triton, {k} tiles per split, no merge",
+               Provider(f"{tag}{k}-nomerge", "sparse_int8", "ours", f"{name}, {k} tiles per split, no merge",
                         _nomerge(**kw)),
-               Provider(f"tps{k}-mergeonly", "sparse_int8", "ours", f"Triton, {k} tiles per split: its merge",
+               Provider(f"{tag}{k}-mergeonly", "sparse_int8", "ours", f"{name}, {k} tiles per split: its merge",
                         _mergeonly(**kw))]
     ps += [Provider("empty1", "sparse_int8", "floor", "one launch of 128 programs storing a word", _empty(1)),
            Provider("empty2", "sparse_int8", "floor", "two such launches", _empty(2))]
