@@ -30,16 +30,17 @@ for stage in $STAGES; do
     tests-par)  # the test files in groups side by side (compile-bound, so they overlap on a many-core host);
       # the last group is every test file the others do not name, so no file is left out. tests/test_mqa_decode.py
       # runs as MQA_SHARDS processes (default 3; ATTNKIT_TEST_SHARD in tests/conftest.py), each every n-th of its
-      # tests. NO_COMPILE=1 leaves out tests/test_compile_sm90.py (compile-only: it runs on the CPU in CI, and on a
-      # GPU host it outlasts a 10-minute call beside the rest); the log says so.
+      # tests; tests/test_relbias_gluon.py likewise as RG_SHARDS processes (default 1). NO_COMPILE=1 leaves out
+      # tests/test_compile_sm90.py (compile-only: it runs on the CPU in CI, and on a GPU host it outlasts a 10-minute
+      # call beside the rest); the log says so.
       shards=${MQA_SHARDS:-3}
+      rg_shards=${RG_SHARDS:-1}
       groups=("tests/test_relbias.py"
-              "tests/test_relbias_gluon.py"
               "tests/test_relbias_gluon_decode.py tests/test_relbias_writer.py tests/test_relbias_clients.py tests/test_relbias_ws_protocol.py"
               "tests/test_sparse_int8.py tests/test_sparse_int8_corner_cases.py tests/test_splitk.py"
               "tests/test_mqa_writer.py tests/test_tensor_parallel.py tests/test_fp8_rounding.py tests/test_properties.py")
       [ "${NO_COMPILE:-0}" = 1 ] || groups+=("tests/test_compile_sm90.py")
-      named=" ${groups[*]} tests/test_mqa_decode.py tests/test_compile_sm90.py "
+      named=" ${groups[*]} tests/test_mqa_decode.py tests/test_relbias_gluon.py tests/test_compile_sm90.py "
       rest=""
       for f in tests/test_*.py; do case "$named" in *" $f "*) ;; *) rest="$rest $f" ;; esac; done
       groups+=("$rest")
@@ -52,6 +53,10 @@ for stage in $STAGES; do
       for ((s = 0; s < shards; s++)); do
         ATTNKIT_TEST_SHARD="$s/$shards" $PY -m pytest -q -p no:cacheprovider tests/test_mqa_decode.py \
           > "$OUTDIR/pytest-mqa-$s.log" 2>&1 & pids+=($!)
+      done
+      for ((s = 0; s < rg_shards; s++)); do
+        ATTNKIT_TEST_SHARD="$s/$rg_shards" $PY -m pytest -q -p no:cacheprovider tests/test_relbias_gluon.py \
+          > "$OUTDIR/pytest-relbias-gluon-$s.log" 2>&1 & pids+=($!)
       done
       for p in "${pids[@]}"; do wait "$p" || status=1; done
       tail -n 1 "$OUTDIR"/pytest-*.log ;;
