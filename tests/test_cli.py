@@ -89,6 +89,84 @@ def test_merged_shards_fail_when_any_shard_fails_and_catch_when_any_catches():
     assert merged.status == "fail" and "1 case(s) failed" in merged.reason and "power check not caught" in merged.reason
 
 
+def test_merged_shards_of_a_stopped_run_are_incomplete_not_passed():
+    """A shard stopped before its cases ran leaves its gates "incomplete" (its cases, and a perturbation only they
+    would have caught, are unknown), "fail" where a case that did run failed; a gate whose cases all ran stays as it
+    was; the same shards without a stopped one still merge to a pass."""
+    from attnkit.gate.runner import GateResult, merge_shards
+    ok = dict(status="pass", ok=True, group="g")
+    a = GateResult("x", "pass", cases=[dict(case="c0", **ok)], power={"p": dict(caught=False, case=None, tried=1)})
+    whole = GateResult("y", "pass", cases=[dict(case="d0", **ok)])
+    order = {"x": ["c0", "c1"], "y": ["d0"], "z": ["e0"]}
+    x, y, z = merge_shards([[a, whole]], "smoke", order, stopped={1: "running x c1"})
+    assert x.status == "incomplete" and "1 case(s) not run" in x.reason and "shard(s) 1" in x.reason
+    assert y.status == "pass" and z.status == "incomplete" and "1 case(s) not run" in z.reason
+    bad = GateResult("x", "fail", cases=[dict(case="c0", status="fail", ok=False, group="g")])
+    x, = merge_shards([[bad]], "smoke", {"x": ["c0", "c1"]}, stopped={1: "running x c1"})
+    assert x.status == "fail" and "1 case(s) failed" in x.reason and "not run" in x.reason
+    b = GateResult("x", "pass", cases=[dict(case="c1", **ok)], power={"p": dict(caught=True, case="c1", tried=1)})
+    x, = merge_shards([[a], [b]], "smoke", {"x": ["c0", "c1"]}, stopped={})
+    assert x.status == "pass"
+
+
+def _gate_statuses(path):
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    return lines[0], {x["gate"]: x["status"] for x in lines if x["kind"] == "gate"}
+
+
+def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
+    """--timeout: the shards still running at the deadline are stopped and named with the case each was running;
+    the results say incomplete (exit status 1, never a pass), and nothing is left running."""
+    out = tmp_path / "c.jsonl"
+    r = _run("check", "--gate", "relbias/triton_decode", "--jobs", "2", "--timeout", "4", "--seed", "3",
+             "--out", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "INCOMPLETE relbias/triton_decode" in r.stdout and "stopped (--timeout 4 s passed)" in r.stderr
+    meta, status = _gate_statuses(out)
+    assert meta["complete"] is False and meta["timeout"] == 4 and set(meta["stopped"]) == {"0", "1"}
+    assert status == {"relbias/triton_decode": "incomplete"}
+    assert all(d == "before its first case" or d.startswith("running relbias/triton_decode relbias-")
+               for d in meta["stopped"].values()), meta["stopped"]
+    assert not _processes_naming(tmp_path)
+    assert _run("check", "--family", "merge", "--timeout", "0").returncode == 2
+    assert _run("check", "--family", "merge", "--timeout", "5", "--shard", "0/2").returncode == 2
+
+
+def _processes_naming(path):
+    """Live processes whose command line names `path` (Linux /proc)."""
+    found = []
+    for d in pathlib.Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and str(path) in (d / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(d.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+def test_check_jobs_terminated_stops_its_shards_and_writes_what_it_has(tmp_path):
+    """SIGTERM to `attnkit check --jobs` (as `timeout` sends): its shard processes are stopped too, not left running
+    orphaned, and the results written say incomplete."""
+    import signal
+    import time
+    out = tmp_path / "c.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "attnkit.cli", "check", "--gate", "relbias/triton_decode", "--jobs",
+                          "2", "--seed", "3", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    t0 = time.time()
+    while len(_processes_naming(tmp_path)) < 3 and time.time() - t0 < 60:  # the parent and its two shards
+        time.sleep(0.2)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    so, se = p.communicate(timeout=60)
+    assert p.returncode == 1, so + se
+    assert "stopped (signal 15)" in se and "INCOMPLETE relbias/triton_decode" in so
+    meta, status = _gate_statuses(out)
+    assert meta["complete"] is False and status == {"relbias/triton_decode": "incomplete"}
+    assert not _processes_naming(tmp_path)
+
+
 def test_source_digest_follows_the_source_and_nothing_else(tmp_path):
     """env.source_digest: the same for the same files wherever they lie, different when a byte, a file name or the
     set of files changes; the environment record carries the package's."""

@@ -61,6 +61,13 @@ def cmd_check(args) -> int:
     if args.jobs < 1:
         print(f"attnkit check: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
         return 2
+    if args.timeout is not None and not (0 < args.timeout < float("inf")):
+        print(f"attnkit check: --timeout must be a positive number of seconds, got {args.timeout}", file=sys.stderr)
+        return 2
+    if args.timeout and args.shard:
+        print("attnkit check: --timeout runs shard processes itself; it cannot be combined with --shard",
+              file=sys.stderr)
+        return 2
     from .testing import shapes
 
     tier = args.tier or ("full" if device == "cuda" else "smoke")
@@ -96,13 +103,20 @@ def cmd_check(args) -> int:
              + "".join(f" --skip-group {g}" for g in (args.skip_group or []))
              + "".join(f" --case {c}" for c in (args.case or [])))
     results = []
-    if args.jobs > 1:
+    if args.jobs > 1 or args.timeout:
         close()
-        results, complete = _check_jobs(args, selected, tier, seed, out)
+        results, stopped = _check_jobs(args, selected, tier, seed, out)
         write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
-                                        "complete": complete, "repro": repro, "jobs": args.jobs})
-    for g in selected if args.jobs == 1 else ():  # the file is rewritten after every gate: a run cut short keeps
-        results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard))  # what it did
+                                        "complete": not stopped, "repro": repro, "jobs": args.jobs,
+                                        **({"timeout": args.timeout} if args.timeout else {}),
+                                        **({"stopped": {str(i): d for i, d in stopped.items()}} if stopped else {})})
+    on_start = None
+    if args.status_file:  # a shard of --jobs: the case it starts, for the parent to name if it is stopped
+        def on_start(gate, case):
+            Path(args.status_file).write_text(f"{gate.name} {case.id}\n")
+    for g in selected if not (args.jobs > 1 or args.timeout) else ():  # the file is rewritten after every gate: a
+        results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard,  # run cut short
+                                on_start=on_start))  # keeps what it did
         write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
                                         "complete": len(results) == len(selected), "repro": repro,
                                         **({"shard": args.shard} if shard else {})})
@@ -110,16 +124,33 @@ def cmd_check(args) -> int:
     print(format_table(results))
     bad = [r for r in results if r.status == "fail"]
     skipped = [r for r in results if r.status == "skipped"]
-    print(f"\n{len(results) - len(bad) - len(skipped)} passed, {len(bad)} failed, {len(skipped)} skipped "
-          f"(a skipped gate did not run here); results: {out}; reproduce with --seed {seed}")
+    short = [r for r in results if r.status == "incomplete"]
+    print(f"\n{len(results) - len(bad) - len(skipped) - len(short)} passed, {len(bad)} failed, {len(skipped)} skipped "
+          f"(a skipped gate did not run here)" + (f", {len(short)} incomplete" if short else "")
+          + f"; results: {out}; reproduce with --seed {seed}")
     for r in bad:
         print(f"FAILED {r.gate}: {r.reason}")
-    return 1 if bad else 0
+    for r in short:
+        print(f"INCOMPLETE {r.gate}: {r.reason}")
+    return 1 if bad or short else 0
+
+
+class _Stop(Exception):
+    """attnkit check --jobs: stop the shards (the --timeout passed, or the parent was interrupted or terminated)."""
+
+
+def _raise_stop(signum, frame):
+    raise _Stop(f"signal {signum}")
 
 
 def _check_jobs(args, selected, tier, seed, out):
     """attnkit check --jobs N: N processes, each running every N-th case of every selected gate (compiling kernels
-    side by side: the gates are compile-bound), then one result per gate merged from theirs."""
+    side by side: the gates are compile-bound), then one result per gate merged from theirs. The shards are
+    reported as they finish. At --timeout seconds, on Ctrl-C or on SIGTERM the unfinished shards are stopped
+    (terminated, killed 5 s later), each named with the case it was running; what the shards finished is merged
+    (a shard's file holds every gate it finished), and the gates they left unrun are "incomplete". Returns the
+    merged results and the stopped shards (index -> what it was doing; empty when every shard finished)."""
+    import signal
     import subprocess
     import tempfile
 
@@ -131,31 +162,68 @@ def _check_jobs(args, selected, tier, seed, out):
             + [x for g in (args.skip_group or []) for x in ("--skip-group", g)]
             + [x for c in (args.case or []) for x in ("--case", c)])
     tmp = Path(tempfile.mkdtemp(prefix="attnkit-check-", dir=out.parent))
-    procs = []
-    for i in range(n):
-        cmd = [sys.executable, "-m", "attnkit.cli", "check", *base, "--tier", tier, "--seed", str(seed),
-               "--shard", f"{i}/{n}", "--out", str(tmp / f"shard-{i}.jsonl")]
-        log = open(tmp / f"shard-{i}.log", "w")
-        procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
-    done = 0
-    for p, log in procs:
-        p.wait()
-        log.close()
-        done += 1
-        print(f"[{done}/{n} shards done]", file=sys.stderr, flush=True)
-    shards, complete = [], True
+    t_start = time.time()
+    deadline = t_start + args.timeout if args.timeout else None
+    old_term = signal.signal(signal.SIGTERM, _raise_stop)
+    procs, pending, stopped, why = [], {}, {}, ""
+    try:
+        for i in range(n):
+            cmd = [sys.executable, "-m", "attnkit.cli", "check", *base, "--tier", tier, "--seed", str(seed),
+                   "--shard", f"{i}/{n}", "--out", str(tmp / f"shard-{i}.jsonl"),
+                   "--status-file", str(tmp / f"shard-{i}.status")]
+            log = open(tmp / f"shard-{i}.log", "w")
+            procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+            pending[i] = procs[-1]
+        done = 0
+        while pending:
+            for i, (p, log) in list(pending.items()):
+                if p.poll() is not None:
+                    log.close()
+                    del pending[i]
+                    done += 1
+                    print(f"[{done}/{n} shards done: shard {i} after {time.time() - t_start:.0f} s]", file=sys.stderr,
+                          flush=True)
+            if pending and deadline and time.time() > deadline:
+                raise _Stop(f"--timeout {args.timeout:g} s passed")
+            if pending:
+                time.sleep(0.2)
+    except (_Stop, KeyboardInterrupt) as e:
+        why = str(e) if isinstance(e, _Stop) else "interrupted"
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        for i, (p, log) in pending.items():
+            p.terminate()
+        for i, (p, log) in pending.items():
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            log.close()
+            st = tmp / f"shard-{i}.status"
+            doing = f"running {st.read_text().strip()}" if st.exists() else "before its first case"
+            stopped[i] = doing
+            print(f"attnkit check: shard {i}/{n} stopped ({why}) {doing}; its log: {tmp / f'shard-{i}.log'}",
+                  file=sys.stderr, flush=True)
+    shards = []
     for i in range(n):
         f = tmp / f"shard-{i}.jsonl"
         if not f.exists():
-            complete = False
-            print(f"attnkit check: shard {i}/{n} wrote no results; its log: {tmp / f'shard-{i}.log'}", file=sys.stderr)
+            if i not in stopped:
+                stopped[i] = "exited without results"
+                print(f"attnkit check: shard {i}/{n} wrote no results; its log: {tmp / f'shard-{i}.log'}",
+                      file=sys.stderr)
             continue
+        if i not in stopped and not json.loads(f.open().readline()).get("complete", True):
+            stopped[i] = "ended before finishing its gates"  # e.g. an error outside any case
+            print(f"attnkit check: shard {i}/{n} ended before finishing its gates; its log: "
+                  f"{tmp / f'shard-{i}.log'}", file=sys.stderr)
         shards.append(read_jsonl(f))
     order = {g.name: [c.id for c in gate_cases(g, tier, args.case)] for g in selected}
-    if complete:
+    if not stopped:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
-    return merge_shards(shards, tier, order), complete
+    return merge_shards(shards, tier, order, stopped), stopped
 
 
 def cmd_env(args) -> int:
@@ -219,6 +287,10 @@ def main(argv=None) -> int:
     c.add_argument("--jobs", type=int, default=1, help="run the cases in this many processes side by side (the "
                                                        "gates are compile-bound: on a many-core GPU host, 8 or 16)")
     c.add_argument("--shard", help="I/N: only every N-th case of each gate from the I-th (what --jobs runs)")
+    c.add_argument("--timeout", type=float, help="stop the run after this many seconds (in shard processes, --jobs "
+                                                 "of them): what finished is written, the rest is reported incomplete "
+                                                 "and each stopped shard named with the case it was running")
+    c.add_argument("--status-file", help=argparse.SUPPRESS)  # a --jobs shard's current case, for its parent
     c.set_defaults(fn=cmd_check)
 
     b = sub.add_parser("bench", help="time our kernels and the peers by CUDA-graph replay (GPU)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -29,7 +30,7 @@ POWER_DRAW_STRIDE = 7919  # draw k of a case uses seed + k * POWER_DRAW_STRIDE
 @dataclass
 class GateResult:
     gate: str
-    status: str  # pass | fail | skipped
+    status: str  # pass | fail | skipped | incomplete (attnkit check --jobs: a shard was stopped before its cases ran)
     cases: list = field(default_factory=list)  # per-case records
     power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n, "draws": n}
     reason: str = ""
@@ -98,7 +99,8 @@ def gate_cases(gate: Gate, tier: str, case_filter=None, shard=None) -> list:
 
 
 def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_filter=None,
-             shard=None) -> GateResult:
+             shard=None, on_start=None) -> GateResult:
+    """One gate over its cases; progress(gate, case, record) after each case, on_start(gate, case) before it."""
     ok, why = gate.available(device)
     if not ok:
         return GateResult(gate.name, "skipped", reason=why)
@@ -106,6 +108,8 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
     res = GateResult(gate.name, "pass")
     power = {p.name: {"caught": False, "case": None, "tried": 0, "what": p.what} for p in gate.perturbations}
     for case in case_list:
+        if on_start:
+            on_start(gate, case)
         t0 = time.time()
         try:
             inp, refs, rec = _run_case(gate, case, device, seed)
@@ -167,16 +171,24 @@ def _settle(res: GateResult, tier: str) -> GateResult:
     return res
 
 
-def merge_shards(shards: list[list[GateResult]], tier: str, order: dict) -> list[GateResult]:
+def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
+                 stopped: dict | None = None) -> list[GateResult]:
     """One result per gate from the shards' results (attnkit check --jobs): the cases in the order of `order`
     (gate -> case ids in the unsharded order); a perturbation caught when any shard caught it (the first such shard's
-    case), its tries summed; a gate every shard skipped stays skipped, with the reason they gave."""
+    case), its tries summed; a gate every shard skipped stays skipped, with the reason they gave. stopped (shard
+    index -> what it was doing) names shards that did not finish: a gate with cases no shard reported is then
+    "incomplete" (not "pass": its unrun cases, and a perturbation only they would have caught, are unknown), or
+    "fail" where a case that ran failed."""
     out = []
     for name in order:
         parts = [r for rs in shards for r in rs if r.gate == name]
         ran = [r for r in parts if r.status != "skipped" or r.cases]
         if not ran:
-            out.append(GateResult(name, "skipped", reason=parts[0].reason if parts else "no shard ran it"))
+            if not parts and stopped and order[name]:
+                out.append(GateResult(name, "incomplete", reason=f"{len(order[name])} case(s) not run: "
+                                      + _stopped_text(stopped)))
+            else:
+                out.append(GateResult(name, "skipped", reason=parts[0].reason if parts else "no shard ran it"))
             continue
         rank = {cid: i for i, cid in enumerate(order[name])}
         res = GateResult(name, "pass", cases=sorted((c for r in ran for c in r.cases),
@@ -188,8 +200,20 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict) -> list
                 acc["draws"] = acc.get("draws", 0) + st.get("draws", 0)
                 if st.get("caught") and not acc["caught"]:
                     acc.update(caught=True, case=st.get("case"), reason=st.get("reason", ""))
-        out.append(_settle(res, tier))
+        res = _settle(res, tier)
+        reported = {c["case"] for c in res.cases}
+        missing = [cid for cid in order[name] if cid not in reported]
+        if stopped and missing:
+            gap = f"{len(missing)} case(s) not run: " + _stopped_text(stopped)
+            failed = any(c["status"] == "fail" for c in res.cases)
+            res.status = "fail" if failed else "incomplete"
+            res.reason = "; ".join(x for x in (res.reason if failed else "", gap) if x)
+        out.append(res)
     return out
+
+
+def _stopped_text(stopped: dict) -> str:
+    return "shard(s) " + ", ".join(str(i) for i in sorted(stopped)) + " stopped before finishing"
 
 
 def read_jsonl(path) -> list[GateResult]:
@@ -216,7 +240,10 @@ def run_all(family: str | None, device: str, tier: str, seed: int, progress=None
 
 
 def write_jsonl(path, env: dict, results: list[GateResult], meta: dict) -> None:
-    with open(path, "w") as f:
+    """Written whole to a temporary file, then renamed over `path`: a run stopped mid-write leaves the previous
+    version (every gate it finished before), never a cut line."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
         f.write(json.dumps({"kind": "env", **env, **meta}) + "\n")
         for r in results:
             for c in r.cases:
@@ -225,6 +252,7 @@ def write_jsonl(path, env: dict, results: list[GateResult], meta: dict) -> None:
                 f.write(json.dumps({"kind": "power", "gate": r.gate, "perturbation": name, **st}, default=str) + "\n")
             f.write(json.dumps({"kind": "gate", "gate": r.gate, "status": r.status, "reason": r.reason,
                                 "cases": len(r.cases)}) + "\n")
+    os.replace(tmp, path)
 
 
 def format_table(results: list[GateResult]) -> str:
@@ -233,6 +261,8 @@ def format_table(results: list[GateResult]) -> str:
         if r.status == "skipped":
             rows.append((r.gate, "-", "0", "-", f"SKIPPED ({r.reason})"))
             continue
+        if r.status == "incomplete":
+            rows.append((r.gate, "-", str(len(r.cases)), "-", f"INCOMPLETE ({r.reason})"))
         by_group: dict = {}
         for c in r.cases:
             by_group.setdefault(c["group"], []).append(c)
