@@ -7,7 +7,8 @@
 #           "$TESTS_K"; gate-<gate>: one gate, its "/"
 #           written as ":", e.g. gate-relbias:gluon_fwd)
 #           (-par: the same work in parallel processes, compile-bound on the CPU; not for timing; gate-* and
-#           check-<family> run the cases in JOBS processes, default 8: attnkit check --jobs)
+#           check-<family> run the cases in JOBS processes, default 8: attnkit check --jobs; TIMEOUT=seconds stops
+#           them there, writing what finished and naming what did not: attnkit check --timeout)
 #           (default: env tests check bench-relbias bench-sparse_int8 bench-mqa_decode); run stages in separate invocations when one command
 #           has a time limit.
 # Uses the torch and triton already installed on the machine (nothing is installed or replaced).
@@ -66,19 +67,14 @@ for stage in $STAGES; do
     gate-*)
       gate=$(echo "${stage#gate-}" | tr ':' '/')
       tag=$(echo "${stage#gate-}" | tr ':' '_')
-      $PY -m attnkit.cli check --tier full --gate "$gate" --jobs "${JOBS:-8}" --out "$OUTDIR/gate-$tag.jsonl" \
+      $PY -m attnkit.cli check --tier full --gate "$gate" --jobs "${JOBS:-8}" ${TIMEOUT:+--timeout "$TIMEOUT"} \
+        --out "$OUTDIR/gate-$tag.jsonl" \
         > "$OUTDIR/gate-$tag.log" 2>&1 || status=1
       tail -8 "$OUTDIR/gate-$tag.log" ;;
-    check-ours-par)  # our kernels' gates, one process per family (sparse_int8: one per gate)
-      pids=()
-      for sel in "--family relbias" "--gate sparse_int8/triton" "--gate sparse_int8/triton_split1" "--family mqa_decode" \
-                 "--family merge"; do
-        tag=$(echo "$sel" | sed 's/^--//; s/[ \/]/_/g')
-        $PY -m attnkit.cli check --tier full --kernels-only $sel --out "$OUTDIR/ours-$tag.jsonl" > "$OUTDIR/ours-$tag.log" 2>&1 &
-        pids+=($!)
-      done
-      for p in "${pids[@]}"; do wait "$p" || status=1; done
-      grep -E "passed|FAIL" "$OUTDIR"/ours-*.log | tail -20 ;;
+    check-ours-par)  # our kernels' gates (no peers), every family, the cases in JOBS processes (default 8)
+      $PY -m attnkit.cli check --tier full --kernels-only --jobs "${JOBS:-8}" ${TIMEOUT:+--timeout "$TIMEOUT"} \
+        --out "$OUTDIR/check-ours-par.jsonl" > "$OUTDIR/check-ours-par.log" 2>&1 || status=1
+      grep -E "passed|FAIL|INCOMPLETE|stopped" "$OUTDIR/check-ours-par.log" | tail -20 ;;
     check)
       $PY -m attnkit.cli check --tier full --out "$OUTDIR/check-full.jsonl" > "$OUTDIR/check.log" 2>"$OUTDIR/check.err" || status=1
       tail -60 "$OUTDIR/check.log" ;;
@@ -87,7 +83,8 @@ for stage in $STAGES; do
       grep -E "power|passed|FAIL" "$OUTDIR/check-ours.log" | tail -40 ;;
     check-*)
       fam=${stage#check-}
-      $PY -m attnkit.cli check --tier full --family "$fam" --jobs "${JOBS:-8}" --out "$OUTDIR/check-$fam.jsonl" \
+      $PY -m attnkit.cli check --tier full --family "$fam" --jobs "${JOBS:-8}" ${TIMEOUT:+--timeout "$TIMEOUT"} \
+        --out "$OUTDIR/check-$fam.jsonl" \
         > "$OUTDIR/check-$fam.log" 2>&1 || status=1
       tail -30 "$OUTDIR/check-$fam.log" ;;
     bench-*)
