@@ -379,3 +379,20 @@ def test_target_table_verdicts(tmp_path):
     table = target_table("mqa_decode", load_artifacts(empty), empty)
     assert "| no | h16-t16-fp8 not measured; h16-t16-nvfp4 not measured;" in _target_row(
         table, "a 16-token step at most 10 us")
+
+
+def test_rel_rms_target_counts_our_kernels_not_the_peers(tmp_path):
+    """The RMS target reads our kernels' model cases from the newest GPU gate run: a peer's cases in the same file
+    (attnkit check over a whole family) are not our error (shown failing: with the peer counted the worst is its)."""
+    from attnkit.bench.targets import TARGETS, _rel_rms
+    t = next(t for t in TARGETS if t.measure == "rel_rms")
+    d = tmp_path / "benchmarks" / "checks"
+    d.mkdir(parents=True)
+    case = t.cases[0] + "-decode-r1-c32k"
+    lines = [dict(kind="env", interpreter=False, time_utc="2026-12-04T00:00:00Z"),
+             dict(kind="case", gate="sparse_int8/gluon", case=case, rel_rms=1.65e-3),
+             dict(kind="case", gate="sparse_int8/torch_dequant_sdpa", case=case, rel_rms=7.1e-3),
+             dict(kind="case", gate="sparse_int8/triton", case=t.cases[0] + "-decode-r8-q8x", rel_rms=9e-3)]
+    (d / "check-sparse_int8-h200-x.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    _, path, worst, low, n = _rel_rms(tmp_path, t)
+    assert (worst, low, n) == (1.65e-3, 1.65e-3, 1) and path.name == "check-sparse_int8-h200-x.jsonl"

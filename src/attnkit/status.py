@@ -4,11 +4,11 @@ renders this into the README; keep it true (the tests check that an implemented 
 KERNEL_PATHS = {
     "sparse_int8": [
         ("prefill (many rows): Triton, at D = 256 over an int8 cache swap-AB tiles with integer-MMA scores (gated on "
-         "the H200 at 5728b74)", "implemented"),
-        ("split-K decode (1-16 rows) + merge: Triton (gated on the H200 at 5728b74)", "implemented"),
+         "the H200 at 5728b74 and, with every sparse_int8 gate at the full tier, at 6524388)", "implemented"),
+        ("split-K decode (1-16 rows) + merge: Triton (gated on the H200 at 5728b74 and 6524388)", "implemented"),
         ("swap-AB integer-score tile in Gluon for sm_90 (key codes copied into shared memory for one integer warpgroup "
          "MMA against the query's four digits, value codes converted once for one MMA against both probability "
-         "halves; gated on the H200 at 512bdcb): dispatched at D = 256 on the direct path and on splits from 2 rows "
+         "halves; gated on the H200 at 512bdcb and 6524388): dispatched at D = 256 on the direct path and on splits from 2 rows "
          "(from 8 rows at two programs per SM). 1.34x faster than the Triton kernels in prefill (1.53 ms at 2048 "
          "rows), 1.03x at 2 rows, 1.20-1.26x at 4-8 rows; with the first tiles' ids loaded before the query "
          "(ids_early, on, both kernels; gated on the H200 at 2452cca) decode 8.8 / 17.4 us at 1 / 8 rows (the "
@@ -19,7 +19,7 @@ KERNEL_PATHS = {
          "time of the gathers alone", "implemented"),
     ],
     "mqa_decode": [
-        ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca, launched with pdl at 1-2 "
+        ("head-padded (heads on M, padded to 64, any H; gated on the H200 at d72dcca and 6524388, launched with pdl at 1-2 "
          "tokens at 482fb9b, with its tile loop at one pipeline stage (3-11 % faster than Triton's default 3) at "
          "c6eeef9, with 256 output dims per program at 1-2 tokens (5-15 % faster there) at 58f7287, and with the merge's "
          "own inputs read before it waits (merge_early: 1-2 % faster at 1-2 tokens) at 7153661; its first slot ids "
@@ -35,7 +35,7 @@ KERNEL_PATHS = {
          "heads on the H200; at 16 heads x 1-4 and 16 tokens and 32 heads x 2-4 and 16 (and 1 for nvfp4) a token's "
          "splits run as one thread-block cluster that merges them after a cluster barrier (gluon_cluster, by rule; "
          "one launch, 1-14 % faster there at f8e405f, e96e89e and dddc490; gated on the H200 forced on every shape "
-         "at f8e405f and e3e93c6 and as dispatched at c3dc11f, 0220708 and bd01a6b); at 12-22 tokens (and 10 over "
+         "at f8e405f and e3e93c6 and as dispatched at c3dc11f, 0220708 and bd01a6b; every mqa_decode gate passed at 6524388); at 12-22 tokens (and 10 over "
          "nvfp4) 128-slot tiles (gluon_wide, by rule; 16 warps for fp8 records, gluon_warps) in clusters, 6-14 % "
          "faster at 16 tokens "
          "(9e87a2c, 32279f5), 4-39 % at 12 and 20 (cf97ec0), 27-38 % at 22 (648c302), slower at 1-8 and from 24 "
@@ -55,8 +55,8 @@ KERNEL_PATHS = {
          "stores (gluon_prologue) 4-10 % faster at 1-8 tokens at 6f8c100; the cluster merge's partials through "
          "the cluster's shared memory 21-40 % slower at e96e89e, removed)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
-         "d72dcca; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
-        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca)", "implemented"),
+         "d72dcca and 6524388; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
+        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca and 6524388)", "implemented"),
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8, the bias built from its strip per tile (Triton; gated on "

@@ -163,8 +163,10 @@ def _newest(arts, t: Target, case):
 
 
 def _rel_rms(root: Path, t: Target):
-    """(worst rel_rms, best, file, n) over the model-like cases (no q8x / vscale) of the newest GPU gate run of this
-    family that holds them; None if none."""
+    """(worst rel_rms, best, file, n) over the model-like cases (no q8x / vscale) of our kernels' gates (not the
+    peers': a peer's error is not ours) in the newest GPU gate run of this family that holds them; None if none."""
+    from ..gate.registry import gates
+    peers = {g.name for g in gates(t.family) if g.kind == "peer"}
     best = None
     for p in sorted((root / "benchmarks" / "checks").glob(f"check-{t.family}*.jsonl")):
         env, vals = None, []
@@ -175,7 +177,8 @@ def _rel_rms(root: Path, t: Target):
             if d.get("kind") == "env":
                 env = d
             elif (d.get("kind") == "case" and d.get("case", "").startswith(t.cases[0]) and "q8x" not in d["case"]
-                  and "vscale" not in d["case"] and d.get("rel_rms") is not None and not d.get("perturbation")):
+                  and "vscale" not in d["case"] and d.get("rel_rms") is not None and not d.get("perturbation")
+                  and d.get("gate") not in peers):
                 vals.append(d["rel_rms"])
         if env is None or env.get("interpreter") or not vals:
             continue
