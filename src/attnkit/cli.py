@@ -166,13 +166,16 @@ def _check_jobs(args, selected, tier, seed, out):
     deadline = t_start + args.timeout if args.timeout else None
     old_term = signal.signal(signal.SIGTERM, _raise_stop)
     procs, pending, stopped, why = [], {}, {}, ""
+    # n shards side by side already fill the cores: each compiles the peers' torch.compile graphs (FlexAttention)
+    # with one Inductor compile worker, not a pool of its own per shard (unless the caller set it)
+    shard_env = {"TORCHINDUCTOR_COMPILE_THREADS": "1", **os.environ} if n > 1 else None
     try:
         for i in range(n):
             cmd = [sys.executable, "-m", "attnkit.cli", "check", *base, "--tier", tier, "--seed", str(seed),
                    "--shard", f"{i}/{n}", "--out", str(tmp / f"shard-{i}.jsonl"),
                    "--status-file", str(tmp / f"shard-{i}.status")]
             log = open(tmp / f"shard-{i}.log", "w")
-            procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+            procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=shard_env), log))
             pending[i] = procs[-1]
         done = 0
         while pending:
