@@ -132,6 +132,21 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
     assert _run("check", "--family", "merge", "--timeout", "5", "--shard", "0/2").returncode == 2
 
 
+def test_check_jobs_progress_line_counts_cases_and_names_the_longest_running(tmp_path):
+    """The periodic progress line of --jobs: a finished shard counts all its cases, a running one the cases its status
+    file says it finished; the running case started longest ago is named (a hung case shows there while it runs)."""
+    import time
+    from attnkit.cli import _progress_line
+    now = time.time()
+    (tmp_path / "shard-1.status").write_text(json.dumps({"done": 2, "gate": "g/a", "case": "c-7", "since": now - 50}))
+    (tmp_path / "shard-2.status").write_text(json.dumps({"done": 4, "gate": "g/a", "case": "c-9", "since": now - 5}))
+    line = _progress_line(tmp_path, {1: None, 2: None, 3: None}, [3, 5, 6, 2], now - 60)
+    assert "9/16 cases done, 3 shard(s) running" in line, line  # 3 (finished) + 2 + 4 + 0 (no status yet)
+    assert "longest on one case: shard 1, g/a c-7 for 50 s" in line, line
+    (tmp_path / "shard-2.status").write_text("{cut")  # a torn file reads as no status, never an error
+    assert "7/16 cases done" in _progress_line(tmp_path, {1: None, 2: None}, [3, 5, 6, 2], now - 60)  # 3 + 2 + 2
+
+
 def _processes_naming(path):
     """Live processes whose command line names `path` (Linux /proc)."""
     found = []

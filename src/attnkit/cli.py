@@ -105,15 +105,22 @@ def cmd_check(args) -> int:
     results = []
     if args.jobs > 1 or args.timeout:
         close()
-        results, stopped = _check_jobs(args, selected, tier, seed, out)
+        results, stopped = _check_jobs(args, selected, tier, seed, out, device)
         write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
                                         "complete": not stopped, "repro": repro, "jobs": args.jobs,
                                         **({"timeout": args.timeout} if args.timeout else {}),
                                         **({"stopped": {str(i): d for i, d in stopped.items()}} if stopped else {})})
     on_start = None
-    if args.status_file:  # a shard of --jobs: the case it starts, for the parent to name if it is stopped
+    if args.status_file:  # a shard of --jobs: the case it starts and how many it finished, for its parent's
+        started = [0]  # progress lines and to name the case if the shard is stopped
+
         def on_start(gate, case):
-            Path(args.status_file).write_text(f"{gate.name} {case.id}\n")
+            st = Path(args.status_file)
+            tmp_st = st.with_name(st.name + ".tmp")
+            tmp_st.write_text(json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
+                                          "since": time.time()}))
+            os.replace(tmp_st, st)
+            started[0] += 1
     for g in selected if not (args.jobs > 1 or args.timeout) else ():  # the file is rewritten after every gate: a
         results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard,  # run cut short
                                 on_start=on_start))  # keeps what it did
@@ -135,6 +142,37 @@ def cmd_check(args) -> int:
     return 1 if bad or short else 0
 
 
+PROGRESS_EVERY = 30.0  # seconds between attnkit check --jobs progress lines
+
+
+def _shard_status(tmp: Path, i: int):
+    """A --jobs shard's status file (written by its on_start, replaced whole): {done, gate, case, since}, or None."""
+    try:
+        return json.loads((tmp / f"shard-{i}.status").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _progress_line(tmp: Path, pending: dict, totals: list, t_start: float) -> str:
+    """Cases done over all shards (a finished shard counts all of its cases) and the running case started longest
+    ago: a case that holds its shard far longer than the others shows here while it runs."""
+    now, done, longest = time.time(), 0, None
+    for i, total in enumerate(totals):
+        if i not in pending:
+            done += total
+            continue
+        st = _shard_status(tmp, i)
+        if st:
+            done += st["done"]
+            if longest is None or st["since"] < longest[1]["since"]:
+                longest = (i, st)
+    line = f"[{now - t_start:.0f} s] {done}/{sum(totals)} cases done, {len(pending)} shard(s) running"
+    if longest:
+        i, st = longest
+        line += f"; longest on one case: shard {i}, {st['gate']} {st['case']} for {now - st['since']:.0f} s"
+    return line
+
+
 class _Stop(Exception):
     """attnkit check --jobs: stop the shards (the --timeout passed, or the parent was interrupted or terminated)."""
 
@@ -143,10 +181,11 @@ def _raise_stop(signum, frame):
     raise _Stop(f"signal {signum}")
 
 
-def _check_jobs(args, selected, tier, seed, out):
+def _check_jobs(args, selected, tier, seed, out, device):
     """attnkit check --jobs N: N processes, each running every N-th case of every selected gate (compiling kernels
     side by side: the gates are compile-bound), then one result per gate merged from theirs. The shards are
-    reported as they finish. At --timeout seconds, on Ctrl-C or on SIGTERM the unfinished shards are stopped
+    reported as they finish, and every PROGRESS_EVERY seconds the cases done and the case that has run longest. At
+    --timeout seconds, on Ctrl-C or on SIGTERM the unfinished shards are stopped
     (terminated, killed 5 s later), each named with the case it was running; what the shards finished is merged
     (a shard's file holds every gate it finished), and the gates they left unrun are "incomplete". Returns the
     merged results and the stopped shards (index -> what it was doing; empty when every shard finished)."""
@@ -177,7 +216,9 @@ def _check_jobs(args, selected, tier, seed, out):
             log = open(tmp / f"shard-{i}.log", "w")
             procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=shard_env), log))
             pending[i] = procs[-1]
-        done = 0
+        totals = [sum(len(gate_cases(g, tier, args.case, (i, n))) for g in selected if g.available(device)[0])
+                  for i in range(n)]
+        done, last_report = 0, t_start
         while pending:
             for i, (p, log) in list(pending.items()):
                 if p.poll() is not None:
@@ -186,6 +227,9 @@ def _check_jobs(args, selected, tier, seed, out):
                     done += 1
                     print(f"[{done}/{n} shards done: shard {i} after {time.time() - t_start:.0f} s]", file=sys.stderr,
                           flush=True)
+            if pending and time.time() - last_report >= PROGRESS_EVERY:
+                last_report = time.time()
+                print(_progress_line(tmp, pending, totals, t_start), file=sys.stderr, flush=True)
             if pending and deadline and time.time() > deadline:
                 raise _Stop(f"--timeout {args.timeout:g} s passed")
             if pending:
@@ -203,8 +247,9 @@ def _check_jobs(args, selected, tier, seed, out):
                 p.kill()
                 p.wait()
             log.close()
-            st = tmp / f"shard-{i}.status"
-            doing = f"running {st.read_text().strip()}" if st.exists() else "before its first case"
+            st = _shard_status(tmp, i)
+            doing = (f"running {st['gate']} {st['case']} (for {time.time() - st['since']:.0f} s)" if st
+                     else "before its first case")
             stopped[i] = doing
             print(f"attnkit check: shard {i}/{n} stopped ({why}) {doing}; its log: {tmp / f'shard-{i}.log'}",
                   file=sys.stderr, flush=True)
