@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -235,7 +236,9 @@ def run_bench(args) -> int:
     def write(complete):
         artifact = {"schema": 1, "env": env, "repro": repro, "complete": complete,
                     "providers": {p.name: {"kind": p.kind, "what": p.what} for p in provs}, "rows": rows}
-        out.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")
+        tmp = out.with_name(out.name + ".tmp")  # written whole, then renamed: a run stopped mid-write keeps the
+        tmp.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")  # cases it finished, no cut file
+        os.replace(tmp, out)
 
     for i, c in enumerate(cs):
         print(f"[{i + 1}/{len(cs)}] {c.id}", file=sys.stderr, flush=True)
