@@ -204,3 +204,21 @@ def test_source_digest_follows_the_source_and_nothing_else(tmp_path):
     (b / "relbias" / "config2.py").rename(f)
     (b / "extra.py").write_text("")
     assert env.source_digest(b) != env.source_digest(a)
+
+
+def test_write_whole_replaces_or_keeps_never_cuts(tmp_path, monkeypatch):
+    """The results, artifacts and status files are written whole: the new text replaces the old at once, and a write
+    that fails half way (a run stopped mid-write) leaves the old text, not a cut file."""
+    from attnkit._files import write_whole
+    p = tmp_path / "r.jsonl"
+    write_whole(p, "old\n")
+    write_whole(p, "new\n")
+    assert p.read_text() == "new\n" and [x.name for x in tmp_path.iterdir()] == ["r.jsonl"]
+
+    def cut(self, text):
+        pathlib.Path.open(self, "w").write(text[:2])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(pathlib.Path, "write_text", cut)
+    with pytest.raises(KeyboardInterrupt):
+        write_whole(p, "newer\n")
+    assert p.read_text() == "new\n"

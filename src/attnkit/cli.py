@@ -110,16 +110,14 @@ def cmd_check(args) -> int:
                                         "complete": not stopped, "repro": repro, "jobs": args.jobs,
                                         **({"timeout": args.timeout} if args.timeout else {}),
                                         **({"stopped": {str(i): d for i, d in stopped.items()}} if stopped else {})})
+    from ._files import write_whole
     on_start = None
     if args.status_file:  # a shard of --jobs: the case it starts and how many it finished, for its parent's
         started = [0]  # progress lines and to name the case if the shard is stopped
 
         def on_start(gate, case):
-            st = Path(args.status_file)
-            tmp_st = st.with_name(st.name + ".tmp")
-            tmp_st.write_text(json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
-                                          "since": time.time()}))
-            os.replace(tmp_st, st)
+            write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
+                                                      "since": time.time()}))
             started[0] += 1
     for g in selected if not (args.jobs > 1 or args.timeout) else ():  # the file is rewritten after every gate: a
         results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard,  # run cut short

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 import torch
 
 from .. import env as envmod
+from .._files import write_whole
 from ..testing import shapes
 from ..testing.inputs import make_inputs
 from .providers import providers
@@ -236,15 +236,13 @@ def run_bench(args) -> int:
     def write(complete):
         artifact = {"schema": 1, "env": env, "repro": repro, "complete": complete,
                     "providers": {p.name: {"kind": p.kind, "what": p.what} for p in provs}, "rows": rows}
-        tmp = out.with_name(out.name + ".tmp")  # written whole, then renamed: a run stopped mid-write keeps the
-        tmp.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")  # cases it finished, no cut file
-        os.replace(tmp, out)
+        write_whole(out, json.dumps(artifact, indent=1, sort_keys=True) + "\n")  # a run stopped mid-write keeps
 
     for i, c in enumerate(cs):
         print(f"[{i + 1}/{len(cs)}] {c.id}", file=sys.stderr, flush=True)
         rows.extend(bench_case(c, provs, rounds=args.rounds, warm_l2=args.warm_l2, ceilings=ceilings, l2_bytes=l2,
                                log=lambda m: print(m, file=sys.stderr, flush=True)))
-        write(complete=i + 1 == len(cs))  # after every case: a run cut short keeps what it measured
+        write(complete=i + 1 == len(cs))  # after every case: a run cut short keeps what it measured (whole)
     print(format_rows(rows))
     print(f"\nartifact: {out}")
     return 0

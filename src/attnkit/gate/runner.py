@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import traceback
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._files import write_whole
 from ..testing import shapes
 from ..testing.baselines import BASELINES
 from ..testing.compare import compare, poison_, unwritten
@@ -240,19 +240,17 @@ def run_all(family: str | None, device: str, tier: str, seed: int, progress=None
 
 
 def write_jsonl(path, env: dict, results: list[GateResult], meta: dict) -> None:
-    """Written whole to a temporary file, then renamed over `path`: a run stopped mid-write leaves the previous
-    version (every gate it finished before), never a cut line."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps({"kind": "env", **env, **meta}) + "\n")
-        for r in results:
-            for c in r.cases:
-                f.write(json.dumps({"kind": "case", "gate": r.gate, **{k: v for k, v in c.items()}}, default=str) + "\n")
-            for name, st in r.power.items():
-                f.write(json.dumps({"kind": "power", "gate": r.gate, "perturbation": name, **st}, default=str) + "\n")
-            f.write(json.dumps({"kind": "gate", "gate": r.gate, "status": r.status, "reason": r.reason,
-                                "cases": len(r.cases)}) + "\n")
-    os.replace(tmp, path)
+    """Written whole (attnkit._files.write_whole): a run stopped mid-write leaves the previous version (every gate
+    it finished before), never a cut line."""
+    lines = [json.dumps({"kind": "env", **env, **meta})]
+    for r in results:
+        lines += [json.dumps({"kind": "case", "gate": r.gate, **{k: v for k, v in c.items()}}, default=str)
+                  for c in r.cases]
+        lines += [json.dumps({"kind": "power", "gate": r.gate, "perturbation": name, **st}, default=str)
+                  for name, st in r.power.items()]
+        lines.append(json.dumps({"kind": "gate", "gate": r.gate, "status": r.status, "reason": r.reason,
+                                 "cases": len(r.cases)}))
+    write_whole(path, "\n".join(lines) + "\n")
 
 
 def format_table(results: list[GateResult]) -> str:
