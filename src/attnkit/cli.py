@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from ._files import write_whole
+
 FAMILY_CHOICES = ("relbias", "sparse_int8", "mqa_decode", "merge")
 
 
@@ -103,28 +105,28 @@ def cmd_check(args) -> int:
              + "".join(f" --skip-group {g}" for g in (args.skip_group or []))
              + "".join(f" --case {c}" for c in (args.case or [])))
     results = []
-    if args.jobs > 1 or args.timeout:
+    if args.jobs > 1 or args.timeout:  # in shard processes
         close()
         results, stopped = _check_jobs(args, selected, tier, seed, out, device)
         write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
                                         "complete": not stopped, "repro": repro, "jobs": args.jobs,
                                         **({"timeout": args.timeout} if args.timeout else {}),
                                         **({"stopped": {str(i): d for i, d in stopped.items()}} if stopped else {})})
-    from ._files import write_whole
-    on_start = None
-    if args.status_file:  # a shard of --jobs: the case it starts and how many it finished, for its parent's
-        started = [0]  # progress lines and to name the case if the shard is stopped
+    else:
+        on_start = None
+        if args.status_file:  # a shard of --jobs: the case it starts and how many it finished, for its parent's
+            started = [0]  # progress lines and to name the case if the shard is stopped
 
-        def on_start(gate, case):
-            write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
-                                                      "since": time.time()}))
-            started[0] += 1
-    for g in selected if not (args.jobs > 1 or args.timeout) else ():  # the file is rewritten after every gate: a
-        results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard,  # run cut short
-                                on_start=on_start))  # keeps what it did
-        write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
-                                        "complete": len(results) == len(selected), "repro": repro,
-                                        **({"shard": args.shard} if shard else {})})
+            def on_start(gate, case):
+                write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
+                                                          "since": time.time()}))
+                started[0] += 1
+        for g in selected:  # the file is rewritten after every gate: a run cut short keeps what it did
+            results.append(run_gate(g, device, tier, seed, step, case_filter=args.case, shard=shard,
+                                    on_start=on_start))
+            write_jsonl(out, env, results, {"tier": tier, "seed": seed, "seconds": round(time.time() - t0, 1),
+                                            "complete": len(results) == len(selected), "repro": repro,
+                                            **({"shard": args.shard} if shard else {})})
     close()
     print(format_table(results))
     bad = [r for r in results if r.status == "fail"]

@@ -236,7 +236,7 @@ def run_bench(args) -> int:
     def write(complete):
         artifact = {"schema": 1, "env": env, "repro": repro, "complete": complete,
                     "providers": {p.name: {"kind": p.kind, "what": p.what} for p in provs}, "rows": rows}
-        write_whole(out, json.dumps(artifact, indent=1, sort_keys=True) + "\n")  # a run stopped mid-write keeps
+        write_whole(out, json.dumps(artifact, indent=1, sort_keys=True) + "\n")
 
     for i, c in enumerate(cs):
         print(f"[{i + 1}/{len(cs)}] {c.id}", file=sys.stderr, flush=True)
