@@ -118,18 +118,53 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
     """--timeout: the shards still running at the deadline are stopped and named with the case each was running;
     the results say incomplete (exit status 1, never a pass), and nothing is left running."""
     out = tmp_path / "c.jsonl"
-    r = _run("check", "--gate", "relbias/triton_decode", "--jobs", "2", "--timeout", "4", "--seed", "3",
+    r = _run("check", "--gate", "relbias/triton_decode", "--jobs", "2", "--timeout", "15", "--seed", "3",
              "--out", str(out))
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "INCOMPLETE relbias/triton_decode" in r.stdout and "stopped (--timeout 4 s passed)" in r.stderr
+    assert "INCOMPLETE relbias/triton_decode" in r.stdout and "stopped (--timeout 15 s passed)" in r.stderr
     meta, status = _gate_statuses(out)
-    assert meta["complete"] is False and meta["timeout"] == 4 and set(meta["stopped"]) == {"0", "1"}
+    assert meta["complete"] is False and meta["timeout"] == 15 and set(meta["stopped"]) == {"0", "1"}
     assert status == {"relbias/triton_decode": "incomplete"}
     assert all(d == "before its first case" or d.startswith("running relbias/triton_decode relbias-")
                for d in meta["stopped"].values()), meta["stopped"]
+    running = sum(d.startswith("running") for d in meta["stopped"].values())
+    # a shard stopped in a case shows where it was: its Python stack, from inside the gate runner
+    assert r.stderr.count("Python stack when stopped") == running, r.stderr
+    assert running == 0 or "run_gate" in r.stderr, r.stderr
     assert not _processes_naming(tmp_path)
     assert _run("check", "--family", "merge", "--timeout", "0").returncode == 2
     assert _run("check", "--family", "merge", "--timeout", "5", "--shard", "0/2").returncode == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGUSR1")
+def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path):
+    """What `attnkit check --jobs` prints for a shard it stops: the Python stack faulthandler wrote into the shard's log
+    on SIGUSR1 (the main thread's, innermost call first), read back by _stack_in_log; nothing for a log without one."""
+    import signal
+    import time
+    from attnkit.cli import _stack_in_log
+    log = tmp_path / "shard.log"
+    code = ("import faulthandler, signal, sys, threading, time\n"
+            "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+            "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+            "def stuck_in_this_case():\n    print('ready', flush=True); time.sleep(60)\n"
+            "stuck_in_this_case()\n")
+    with log.open("w") as f:
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=f, stderr=subprocess.STDOUT)
+        try:
+            t0 = time.time()
+            while "ready" not in log.read_text() and time.time() - t0 < 30:
+                time.sleep(0.05)
+            p.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+        finally:
+            p.kill()
+            p.wait()
+    stack = _stack_in_log(log)
+    assert stack.splitlines()[1].strip().startswith('File "<string>", line 5 in stuck_in_this_case'), stack
+    assert "<module>" in stack and stack.count("Thread") == 0, stack  # the main thread's stack alone
+    (tmp_path / "plain.log").write_text("no stack here\n")
+    assert _stack_in_log(tmp_path / "plain.log") == "" and _stack_in_log(tmp_path / "missing.log") == ""
 
 
 def test_check_jobs_progress_line_counts_cases_and_names_the_longest_running(tmp_path):

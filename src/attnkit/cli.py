@@ -116,6 +116,10 @@ def cmd_check(args) -> int:
         on_start = None
         if args.status_file:  # a shard of --jobs: the case it starts and how many it finished, for its parent's
             started = [0]  # progress lines and to name the case if the shard is stopped
+            import faulthandler
+            import signal
+            # its parent asks for every thread's Python stack (into this shard's log) before it stops a shard
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
 
             def on_start(gate, case):
                 write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
@@ -171,6 +175,24 @@ def _progress_line(tmp: Path, pending: dict, totals: list, t_start: float) -> st
         i, st = longest
         line += f"; longest on one case: shard {i}, {st['gate']} {st['case']} for {now - st['since']:.0f} s"
     return line
+
+
+STACK_WAIT = 1.0  # seconds a stopped shard is given to write its Python stacks (SIGUSR1) before SIGTERM
+
+
+def _stack_in_log(log: Path, lines: int = 40) -> str:
+    """The main thread's stack that faulthandler wrote last into a shard's log (what a stopped shard was doing), at
+    most `lines` lines, or "" when there is none."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    at = text.rfind("Current thread")  # faulthandler's header for the thread that took the signal
+    if at < 0:
+        return ""
+    block = text[at:].splitlines()
+    end = next((j for j, ln in enumerate(block[1:], 1) if not ln.startswith("  ")), len(block))
+    return "\n".join(block[:min(end, lines)])
 
 
 class _Stop(Exception):
@@ -238,6 +260,11 @@ def _check_jobs(args, selected, tier, seed, out, device):
         why = str(e) if isinstance(e, _Stop) else "interrupted"
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        for i, (p, log) in pending.items():  # first each stuck shard's Python stacks, into its log
+            if p.poll() is None and _shard_status(tmp, i):  # (the handler is set before its first case starts)
+                p.send_signal(signal.SIGUSR1)
+        if pending:
+            time.sleep(STACK_WAIT)
         for i, (p, log) in pending.items():
             p.terminate()
         for i, (p, log) in pending.items():
@@ -253,6 +280,10 @@ def _check_jobs(args, selected, tier, seed, out, device):
             stopped[i] = doing
             print(f"attnkit check: shard {i}/{n} stopped ({why}) {doing}; its log: {tmp / f'shard-{i}.log'}",
                   file=sys.stderr, flush=True)
+            stack = _stack_in_log(tmp / f"shard-{i}.log")
+            if stack:
+                print(f"attnkit check: shard {i}/{n}'s Python stack when stopped (innermost first):\n{stack}",
+                      file=sys.stderr, flush=True)
     shards = []
     for i in range(n):
         f = tmp / f"shard-{i}.jsonl"
