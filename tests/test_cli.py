@@ -137,9 +137,11 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGUSR1")
-def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path):
-    """What `attnkit check --jobs` prints for a shard it stops: the Python stack faulthandler wrote into the shard's log
-    on SIGUSR1 (the main thread's, innermost call first), read back by _stack_in_log; nothing for a log without one."""
+@pytest.mark.parametrize("taken_by", ["main", "other"])
+def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
+    """What `attnkit check --jobs` prints for a shard it stops: the main thread's Python stack, which faulthandler wrote
+    into the shard's log on SIGUSR1, read back by _stack_in_log, also when another thread took the signal (the main
+    thread blocks it here, as a busy torch process's signal can land on any thread); nothing for a log without one."""
     import signal
     import time
     from attnkit.cli import _stack_in_log
@@ -147,7 +149,8 @@ def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path):
     code = ("import faulthandler, signal, sys, threading, time\n"
             "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
             "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
-            "def stuck_in_this_case():\n    print('ready', flush=True); time.sleep(60)\n"
+            + ("signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n" if taken_by == "other" else "\n")
+            + "def stuck_in_this_case():\n    print('ready', flush=True); time.sleep(60)\n"
             "stuck_in_this_case()\n")
     with log.open("w") as f:
         p = subprocess.Popen([sys.executable, "-c", code], stdout=f, stderr=subprocess.STDOUT)
@@ -156,13 +159,18 @@ def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path):
             while "ready" not in log.read_text() and time.time() - t0 < 30:
                 time.sleep(0.05)
             p.send_signal(signal.SIGUSR1)
-            time.sleep(1.0)
+            t0 = time.time()
+            while "stuck_in_this_case" not in log.read_text()[6:] and time.time() - t0 < 10:
+                time.sleep(0.05)
         finally:
             p.kill()
             p.wait()
+    text = log.read_text()
+    main_head = [ln for ln in text.split("stuck_in_this_case")[0].splitlines() if "most recent call first" in ln][-1]
+    assert main_head.startswith("Current thread") == (taken_by == "main"), text  # which thread took the signal
     stack = _stack_in_log(log)
-    assert stack.splitlines()[1].strip().startswith('File "<string>", line 5 in stuck_in_this_case'), stack
-    assert "<module>" in stack and stack.count("Thread") == 0, stack  # the main thread's stack alone
+    assert stack.splitlines()[1].strip().startswith('File "<string>", line 6 in stuck_in_this_case'), stack
+    assert "<module>" in stack and "threading" not in stack, stack  # the main thread's stack alone
     (tmp_path / "plain.log").write_text("no stack here\n")
     assert _stack_in_log(tmp_path / "plain.log") == "" and _stack_in_log(tmp_path / "missing.log") == ""
 

@@ -181,16 +181,19 @@ STACK_WAIT = 1.0  # seconds a stopped shard is given to write its Python stacks 
 
 
 def _stack_in_log(log: Path, lines: int = 40) -> str:
-    """The main thread's stack that faulthandler wrote last into a shard's log (what a stopped shard was doing), at
-    most `lines` lines, or "" when there is none."""
+    """The main thread's stack in the last dump faulthandler wrote into a shard's log (what a stopped shard was
+    doing), at most `lines` lines, or "" when there is none. The signal may land on any thread of the process (torch
+    and Triton start their own), so "Current thread" is not always the main one; faulthandler lists the threads
+    newest first, so the main thread's block is the last."""
+    import re
     try:
         text = log.read_text(errors="replace")
     except OSError:
         return ""
-    at = text.rfind("Current thread")  # faulthandler's header for the thread that took the signal
-    if at < 0:
+    heads = list(re.finditer(r"^(Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call first\):$", text, re.M))
+    if not heads:
         return ""
-    block = text[at:].splitlines()
+    block = text[heads[-1].start():].splitlines()
     end = next((j for j, ln in enumerate(block[1:], 1) if not ln.startswith("  ")), len(block))
     return "\n".join(block[:min(end, lines)])
 
