@@ -120,6 +120,7 @@ def cmd_check(args) -> int:
             import signal
             # its parent asks for every thread's Python stack (into this shard's log) before it stops a shard
             faulthandler.register(signal.SIGUSR1, all_threads=True)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # a supervisor's mask is inherited
 
             def on_start(gate, case):
                 write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
@@ -263,9 +264,11 @@ def _check_jobs(args, selected, tier, seed, out, device):
         why = str(e) if isinstance(e, _Stop) else "interrupted"
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        asked = set()
         for i, (p, log) in pending.items():  # first each stuck shard's Python stacks, into its log
             if p.poll() is None and _shard_status(tmp, i):  # (the handler is set before its first case starts)
                 p.send_signal(signal.SIGUSR1)
+                asked.add(i)
         if pending:
             time.sleep(STACK_WAIT)
         for i, (p, log) in pending.items():
@@ -284,9 +287,11 @@ def _check_jobs(args, selected, tier, seed, out, device):
             print(f"attnkit check: shard {i}/{n} stopped ({why}) {doing}; its log: {tmp / f'shard-{i}.log'}",
                   file=sys.stderr, flush=True)
             stack = _stack_in_log(tmp / f"shard-{i}.log")
-            if stack:
-                print(f"attnkit check: shard {i}/{n}'s Python stack when stopped (innermost first):\n{stack}",
-                      file=sys.stderr, flush=True)
+            if i in asked:
+                print(f"attnkit check: shard {i}/{n}'s Python stack when stopped (innermost first):\n{stack}" if stack
+                      else f"attnkit check: shard {i}/{n} wrote no Python stack into its log (exit status "
+                      f"{p.returncode})", file=sys.stderr,
+                      flush=True)
     shards = []
     for i in range(n):
         f = tmp / f"shard-{i}.jsonl"
