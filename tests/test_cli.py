@@ -140,35 +140,36 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
 @pytest.mark.parametrize("taken_by", ["main", "other"])
 def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
     """What `attnkit check --jobs` prints for a shard it stops: the main thread's Python stack, which faulthandler wrote
-    into the shard's log on SIGUSR1, read back by _stack_in_log, also when another thread took the signal (the main
+    into the shard's stack file on SIGUSR1, read back by _stack_in_log, also when another thread took the signal (the main
     thread blocks it here, as a busy torch process's signal can land on any thread); nothing for a log without one."""
     import signal
     import time
     from attnkit.cli import _stack_in_log
     log = tmp_path / "shard.log"
-    code = ("import faulthandler, signal, sys, threading, time\n"
-            "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+    stack_file = tmp_path / "shard.status.stack"
+    code = ("import faulthandler, os, signal, sys, threading, time\n"  # fd 2 sent elsewhere, as a compile step may
+            "faulthandler.register(signal.SIGUSR1, file=open(sys.argv[1], 'w'), all_threads=True); os.dup2(1, 2)\n"
             "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
             + ("signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n" if taken_by == "other" else "\n")
             + "def stuck_in_this_case():\n    print('ready', flush=True); time.sleep(60)\n"
             "stuck_in_this_case()\n")
     with log.open("w") as f:
-        p = subprocess.Popen([sys.executable, "-c", code], stdout=f, stderr=subprocess.STDOUT)
+        p = subprocess.Popen([sys.executable, "-c", code, str(stack_file)], stdout=f, stderr=subprocess.DEVNULL)
         try:
             t0 = time.time()
             while "ready" not in log.read_text() and time.time() - t0 < 30:
                 time.sleep(0.05)
             p.send_signal(signal.SIGUSR1)
             t0 = time.time()
-            while "stuck_in_this_case" not in log.read_text()[6:] and time.time() - t0 < 10:
+            while "stuck_in_this_case" not in stack_file.read_text() and time.time() - t0 < 10:
                 time.sleep(0.05)
         finally:
             p.kill()
             p.wait()
-    text = log.read_text()
+    text = stack_file.read_text()
     main_head = [ln for ln in text.split("stuck_in_this_case")[0].splitlines() if "most recent call first" in ln][-1]
     assert main_head.startswith("Current thread") == (taken_by == "main"), text  # which thread took the signal
-    stack = _stack_in_log(log)
+    stack = _stack_in_log(stack_file)
     assert stack.splitlines()[1].strip().startswith('File "<string>", line 6 in stuck_in_this_case'), stack
     assert "<module>" in stack and "threading" not in stack, stack  # the main thread's stack alone
     (tmp_path / "plain.log").write_text("no stack here\n")

@@ -118,8 +118,10 @@ def cmd_check(args) -> int:
             started = [0]  # progress lines and to name the case if the shard is stopped
             import faulthandler
             import signal
-            # its parent asks for every thread's Python stack (into this shard's log) before it stops a shard
-            faulthandler.register(signal.SIGUSR1, all_threads=True)
+            # its parent asks for every thread's Python stack before it stops a shard: into a file of its own (a
+            # compile step may have fd 2, the log, redirected at that moment)
+            stacks = open(_stack_file(args.status_file), "w")  # noqa: SIM115 (open for the process's life)
+            faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # a supervisor's mask is inherited
 
             def on_start(gate, case):
@@ -179,6 +181,11 @@ def _progress_line(tmp: Path, pending: dict, totals: list, t_start: float) -> st
 
 
 STACK_WAIT = 1.0  # seconds a stopped shard is given to write its Python stacks (SIGUSR1) before SIGTERM
+
+
+def _stack_file(status_file) -> Path:
+    """Where a --jobs shard writes its Python stacks when its parent asks (SIGUSR1): beside its status file."""
+    return Path(str(status_file) + ".stack")
 
 
 def _stack_in_log(log: Path, lines: int = 40) -> str:
@@ -286,10 +293,10 @@ def _check_jobs(args, selected, tier, seed, out, device):
             stopped[i] = doing
             print(f"attnkit check: shard {i}/{n} stopped ({why}) {doing}; its log: {tmp / f'shard-{i}.log'}",
                   file=sys.stderr, flush=True)
-            stack = _stack_in_log(tmp / f"shard-{i}.log")
+            stack = _stack_in_log(_stack_file(tmp / f"shard-{i}.status"))
             if i in asked:
                 print(f"attnkit check: shard {i}/{n}'s Python stack when stopped (innermost first):\n{stack}" if stack
-                      else f"attnkit check: shard {i}/{n} wrote no Python stack into its log (exit status "
+                      else f"attnkit check: shard {i}/{n} wrote no Python stack (exit status "
                       f"{p.returncode})", file=sys.stderr,
                       flush=True)
     shards = []
