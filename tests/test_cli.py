@@ -136,21 +136,21 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
     assert _run("check", "--family", "merge", "--timeout", "5", "--shard", "0/2").returncode == 2
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGUSR1")
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("taken_by", ["main", "other"])
 def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
     """What `attnkit check --jobs` prints for a shard it stops: the main thread's Python stack, which faulthandler wrote
-    into the shard's stack file on SIGUSR1, read back by _stack_in_log, also when another thread took the signal (the main
+    into the shard's stack file on STACK_SIGNAL, read back by _stack_in_log, also when another thread took the signal (the main
     thread blocks it here, as a busy torch process's signal can land on any thread); nothing for a log without one."""
     import signal
     import time
-    from attnkit.cli import _stack_in_log
+    from attnkit.cli import STACK_SIGNAL, _stack_in_log
     log = tmp_path / "shard.log"
     stack_file = tmp_path / "shard.status.stack"
     code = ("import faulthandler, os, signal, sys, threading, time\n"  # fd 2 sent elsewhere, as a compile step may
-            "faulthandler.register(signal.SIGUSR1, file=open(sys.argv[1], 'w'), all_threads=True); os.dup2(1, 2)\n"
+            f"faulthandler.register({int(STACK_SIGNAL)}, file=open(sys.argv[1], 'w'), all_threads=True); os.dup2(1, 2)\n"
             "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
-            + ("signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n" if taken_by == "other" else "\n")
+            + (f"signal.pthread_sigmask(signal.SIG_BLOCK, {{{int(STACK_SIGNAL)}}})\n" if taken_by == "other" else "\n")
             + "def stuck_in_this_case():\n    print('ready', flush=True); time.sleep(60)\n"
             "stuck_in_this_case()\n")
     with log.open("w") as f:
@@ -159,7 +159,7 @@ def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
             t0 = time.time()
             while "ready" not in log.read_text() and time.time() - t0 < 30:
                 time.sleep(0.05)
-            p.send_signal(signal.SIGUSR1)
+            p.send_signal(STACK_SIGNAL)
             t0 = time.time()
             while "stuck_in_this_case" not in stack_file.read_text() and time.time() - t0 < 10:
                 time.sleep(0.05)

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -117,12 +118,11 @@ def cmd_check(args) -> int:
         if args.status_file:  # a shard of --jobs: the case it starts and how many it finished, for its parent's
             started = [0]  # progress lines and to name the case if the shard is stopped
             import faulthandler
-            import signal
             # its parent asks for every thread's Python stack before it stops a shard: into a file of its own (a
             # compile step may have fd 2, the log, redirected at that moment)
             stacks = open(_stack_file(args.status_file), "w")  # noqa: SIM115 (open for the process's life)
-            faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # a supervisor's mask is inherited
+            faulthandler.register(STACK_SIGNAL, file=stacks, all_threads=True)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {STACK_SIGNAL})  # a supervisor's mask is inherited
 
             def on_start(gate, case):
                 write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
@@ -180,11 +180,15 @@ def _progress_line(tmp: Path, pending: dict, totals: list, t_start: float) -> st
     return line
 
 
-STACK_WAIT = 1.0  # seconds a stopped shard is given to write its Python stacks (SIGUSR1) before SIGTERM
+# The signal a --jobs shard writes its Python stacks on: a real-time one. With SIGUSR1, shards stopped on the H200 in a
+# Triton compile wrote nothing and ended by the SIGTERM after it, so something in the process had taken the signal
+# over (LLVM sets handlers for SIGUSR1 and SIGUSR2 when asked to; not shown to be the cause).
+STACK_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR1
+STACK_WAIT = 1.0  # seconds a stopped shard is given to write its Python stacks (STACK_SIGNAL) before SIGTERM
 
 
 def _stack_file(status_file) -> Path:
-    """Where a --jobs shard writes its Python stacks when its parent asks (SIGUSR1): beside its status file."""
+    """Where a --jobs shard writes its Python stacks when its parent asks (STACK_SIGNAL): beside its status file."""
     return Path(str(status_file) + ".stack")
 
 
@@ -222,7 +226,6 @@ def _check_jobs(args, selected, tier, seed, out, device):
     (terminated, killed 5 s later), each named with the case it was running; what the shards finished is merged
     (a shard's file holds every gate it finished), and the gates they left unrun are "incomplete". Returns the
     merged results and the stopped shards (index -> what it was doing; empty when every shard finished)."""
-    import signal
     import subprocess
     import tempfile
 
@@ -246,6 +249,7 @@ def _check_jobs(args, selected, tier, seed, out, device):
             cmd = [sys.executable, "-m", "attnkit.cli", "check", *base, "--tier", tier, "--seed", str(seed),
                    "--shard", f"{i}/{n}", "--out", str(tmp / f"shard-{i}.jsonl"),
                    "--status-file", str(tmp / f"shard-{i}.status")]
+
             log = open(tmp / f"shard-{i}.log", "w")
             procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=shard_env), log))
             pending[i] = procs[-1]
@@ -274,7 +278,7 @@ def _check_jobs(args, selected, tier, seed, out, device):
         asked = set()
         for i, (p, log) in pending.items():  # first each stuck shard's Python stacks, into its log
             if p.poll() is None and _shard_status(tmp, i):  # (the handler is set before its first case starts)
-                p.send_signal(signal.SIGUSR1)
+                p.send_signal(STACK_SIGNAL)
                 asked.add(i)
         if pending:
             time.sleep(STACK_WAIT)
