@@ -60,7 +60,8 @@ KERNEL_PATHS = {
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8, the bias built from its strip per tile (Triton; gated on "
-         "the H200 at 45728cf, the relbias-tune family included; on sm_90 the path for D 256, paged and fp8 caches)",
+         "the H200 at 45728cf, the relbias-tune family included, and with every relbias gate at the full tier at "
+         "e540ca4-1eb2376; on sm_90 the path for D 256, paged and fp8 caches)",
          "implemented"),
         ("decode / verify, up to 32 query tokens: split-K with GQA packing in token blocks + Triton merge (gated on "
          "the H200 at b7c4fed, as dispatched at 911a31c; over paged caches of block size 64+ on sm_90 each key tile "
