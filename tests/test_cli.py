@@ -83,6 +83,10 @@ def test_merged_shards_fail_when_any_shard_fails_and_catch_when_any_catches():
     merged, = merge_shards([[b], [a]], "smoke", {"x": ["c0", "c1"]})
     assert merged.status == "pass" and [c["case"] for c in merged.cases] == ["c0", "c1"]
     assert merged.power["p"]["caught"] and merged.power["p"]["case"] == "c1" and merged.power["p"]["tried"] == 2
+    assert "draw_errors" not in merged.power["p"]
+    a.power["p"].update(draw_errors=1, draw_error="c0 draw 1: OutOfMemoryError")  # a shard's failed fresh draw shows
+    merged, = merge_shards([[b], [a]], "smoke", {"x": ["c0", "c1"]})
+    assert merged.power["p"]["draw_errors"] == 1 and merged.power["p"]["draw_error"].startswith("c0 draw 1")
     bad = GateResult("x", "fail", cases=[dict(case="c1", status="fail", ok=False, group="g")],
                      power={"p": dict(caught=False, case=None, tried=1)})
     merged, = merge_shards([[a], [bad]], "smoke", {"x": ["c0", "c1"]})

@@ -75,6 +75,29 @@ def test_power_check_draws_a_case_anew_before_calling_a_perturbation_blind():
     assert 1 <= st["tried"] <= POWER_CASES_MAX
 
 
+def test_a_fresh_draw_that_fails_is_recorded_and_neither_stops_the_gate_nor_counts_as_a_catch(monkeypatch):
+    """The power check's fresh draws run outside the case's own guard: one that raises ends that case's draws with
+    the error recorded, the gate runs on through its other cases, and the blind perturbation stays not caught."""
+    import attnkit.gate.runner as runner
+    g = _merge_gate()
+    blind = dataclasses.replace(g, name="merge/blind", subject=lambda inp, p=None: g.subject(inp, None),
+                                perturbations=(Perturbation("no-op", "a perturbation that changes nothing"),))
+    real = runner._draw
+
+    def draw(gate, case, device, seed):
+        if seed != 1:  # every fresh draw (the cases' own draws use the run's seed)
+            raise torch.cuda.OutOfMemoryError("no room for a fresh draw")
+        return real(gate, case, device, seed)
+    monkeypatch.setattr(runner, "_draw", draw)
+    res = run_gate(blind, DEVICE, "smoke", seed=1)
+    st = res.power["no-op"]
+    assert len(res.cases) == len(runner.gate_cases(blind, "smoke")) > 1
+    assert all(c["status"] == "pass" for c in res.cases), res.cases
+    assert res.status == "fail" and not st["caught"] and st["draws"] == st["tried"] == st["draw_errors"], st
+    assert "OutOfMemoryError" in st["draw_error"] and "draw 1" in st["draw_error"], st
+    assert f"NOT CAUGHT ({st['draw_errors']} fresh draw(s) failed" in runner.format_table([res])
+
+
 def test_runner_records_a_crash_as_failure():
     def boom(inp, p=None):
         raise RuntimeError("kernel exploded")

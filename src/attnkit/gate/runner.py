@@ -32,7 +32,8 @@ class GateResult:
     gate: str
     status: str  # pass | fail | skipped | incomplete (attnkit check --jobs: a shard was stopped before its cases ran)
     cases: list = field(default_factory=list)  # per-case records
-    power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n, "draws": n}
+    power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n, "draws": n,
+    #                                              and "draw_errors": n, "draw_error": the last, where fresh draws failed}
     reason: str = ""
 
 
@@ -127,8 +128,14 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
                     continue
                 st["tried"] += 1
                 for draw in range(POWER_DRAWS):
-                    d_inp, d_refs = (inp, refs) if draw == 0 else _draw(gate, case, device,
-                                                                       seed + draw * POWER_DRAW_STRIDE)
+                    d_inp, d_refs = inp, refs
+                    if draw:  # a fresh draw that cannot be made (out of memory, say) ends this case's draws, recorded;
+                        try:  # it neither stops the gate nor counts as a catch
+                            d_inp, d_refs = _draw(gate, case, device, seed + draw * POWER_DRAW_STRIDE)
+                        except Exception as e:
+                            st["draw_errors"] = st.get("draw_errors", 0) + 1
+                            st["draw_error"] = f"{case.id} draw {draw}: {type(e).__name__}: {str(e)[:300]}"
+                            break
                     st["draws"] = st.get("draws", 0) + 1
                     try:
                         caught, cmp = _power(gate, p, case, d_inp, d_refs)
@@ -198,6 +205,9 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
                 acc = res.power.setdefault(pname, {"caught": False, "case": None, "tried": 0, "what": st.get("what")})
                 acc["tried"] += st.get("tried", 0)
                 acc["draws"] = acc.get("draws", 0) + st.get("draws", 0)
+                if st.get("draw_errors"):  # fresh draws that could not be made, in any shard
+                    acc["draw_errors"] = acc.get("draw_errors", 0) + st["draw_errors"]
+                    acc["draw_error"] = st["draw_error"]
                 if st.get("caught") and not acc["caught"]:
                     acc.update(caught=True, case=st.get("case"), reason=st.get("reason", ""))
         res = _settle(res, tier)
@@ -276,6 +286,8 @@ def format_table(results: list[GateResult]) -> str:
         for name, st in r.power.items():
             verdict = (f"caught on {st['case']}" if st["caught"] else
                        "not run: no applicable case selected" if st["tried"] == 0 else "NOT CAUGHT")
+            if st.get("draw_errors"):
+                verdict += f" ({st['draw_errors']} fresh draw(s) failed; last: {st['draw_error'][:80]})"
             rows.append((r.gate, f"power: {name}", str(st["tried"]), "-", verdict))
     w = [max(len(x[i]) for x in rows) for i in range(5)]
     lines = ["  ".join(x[i].ljust(w[i]) for i in range(5)) for x in rows]
