@@ -144,15 +144,17 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
 @pytest.mark.parametrize("taken_by", ["main", "other"])
 def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
     """What `attnkit check --jobs` prints for a shard it stops: the main thread's Python stack, which faulthandler wrote
-    into the shard's stack file on STACK_SIGNAL, read back by _stack_in_log, also when another thread took the signal (the main
-    thread blocks it here, as a busy torch process's signal can land on any thread); nothing for a log without one."""
+    into the shard's stack file on STACK_SIGNAL, read back by _main_stack, also when another thread took the signal
+    (the main thread blocks it here, as a busy torch process's signal can land on any thread); nothing for a file
+    without one."""
     import signal
     import time
-    from attnkit.cli import STACK_SIGNAL, _stack_in_log
+    from attnkit.cli import STACK_SIGNAL, _main_stack
     log = tmp_path / "shard.log"
     stack_file = tmp_path / "shard.status.stack"
     code = ("import faulthandler, os, signal, sys, threading, time\n"  # fd 2 sent elsewhere, as a compile step may
-            f"faulthandler.register({int(STACK_SIGNAL)}, file=open(sys.argv[1], 'w'), all_threads=True); os.dup2(1, 2)\n"
+            f"faulthandler.register({int(STACK_SIGNAL)}, file=open(sys.argv[1], 'w'), all_threads=True)\n"
+            "os.dup2(1, 2)\n"
             "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
             + (f"signal.pthread_sigmask(signal.SIG_BLOCK, {{{int(STACK_SIGNAL)}}})\n" if taken_by == "other" else "\n")
             + "def stuck_in_this_case():\n    print('ready', flush=True); time.sleep(60)\n"
@@ -173,11 +175,11 @@ def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
     text = stack_file.read_text()
     main_head = [ln for ln in text.split("stuck_in_this_case")[0].splitlines() if "most recent call first" in ln][-1]
     assert main_head.startswith("Current thread") == (taken_by == "main"), text  # which thread took the signal
-    stack = _stack_in_log(stack_file)
-    assert stack.splitlines()[1].strip().startswith('File "<string>", line 6 in stuck_in_this_case'), stack
+    stack = _main_stack(stack_file)
+    assert stack.splitlines()[1].strip().startswith('File "<string>", line 7 in stuck_in_this_case'), stack
     assert "<module>" in stack and "threading" not in stack, stack  # the main thread's stack alone
     (tmp_path / "plain.log").write_text("no stack here\n")
-    assert _stack_in_log(tmp_path / "plain.log") == "" and _stack_in_log(tmp_path / "missing.log") == ""
+    assert _main_stack(tmp_path / "plain.log") == "" and _main_stack(tmp_path / "missing.log") == ""
 
 
 def test_check_jobs_progress_line_counts_cases_and_names_the_longest_running(tmp_path):

@@ -192,14 +192,14 @@ def _stack_file(status_file) -> Path:
     return Path(str(status_file) + ".stack")
 
 
-def _stack_in_log(log: Path, lines: int = 40) -> str:
-    """The main thread's stack in the last dump faulthandler wrote into a shard's log (what a stopped shard was
-    doing), at most `lines` lines, or "" when there is none. The signal may land on any thread of the process (torch
+def _main_stack(path: Path, lines: int = 40) -> str:
+    """The main thread's stack in the last dump faulthandler wrote into a file (a stopped shard's stack file: what it
+    was doing), at most `lines` lines, or "" when there is none. The signal may land on any thread of the process (torch
     and Triton start their own), so "Current thread" is not always the main one; faulthandler lists the threads
     newest first, so the main thread's block is the last."""
     import re
     try:
-        text = log.read_text(errors="replace")
+        text = path.read_text(errors="replace")
     except OSError:
         return ""
     heads = list(re.finditer(r"^(Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call first\):$", text, re.M))
@@ -249,7 +249,6 @@ def _check_jobs(args, selected, tier, seed, out, device):
             cmd = [sys.executable, "-m", "attnkit.cli", "check", *base, "--tier", tier, "--seed", str(seed),
                    "--shard", f"{i}/{n}", "--out", str(tmp / f"shard-{i}.jsonl"),
                    "--status-file", str(tmp / f"shard-{i}.status")]
-
             log = open(tmp / f"shard-{i}.log", "w")
             procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=shard_env), log))
             pending[i] = procs[-1]
@@ -276,7 +275,7 @@ def _check_jobs(args, selected, tier, seed, out, device):
     finally:
         signal.signal(signal.SIGTERM, old_term)
         asked = set()
-        for i, (p, log) in pending.items():  # first each stuck shard's Python stacks, into its log
+        for i, (p, log) in pending.items():  # first each stuck shard's Python stacks, into its stack file
             if p.poll() is None and _shard_status(tmp, i):  # (the handler is set before its first case starts)
                 p.send_signal(STACK_SIGNAL)
                 asked.add(i)
@@ -297,12 +296,11 @@ def _check_jobs(args, selected, tier, seed, out, device):
             stopped[i] = doing
             print(f"attnkit check: shard {i}/{n} stopped ({why}) {doing}; its log: {tmp / f'shard-{i}.log'}",
                   file=sys.stderr, flush=True)
-            stack = _stack_in_log(_stack_file(tmp / f"shard-{i}.status"))
+            stack = _main_stack(_stack_file(tmp / f"shard-{i}.status"))
             if i in asked:
                 print(f"attnkit check: shard {i}/{n}'s Python stack when stopped (innermost first):\n{stack}" if stack
-                      else f"attnkit check: shard {i}/{n} wrote no Python stack (exit status "
-                      f"{p.returncode})", file=sys.stderr,
-                      flush=True)
+                      else f"attnkit check: shard {i}/{n} wrote no Python stack (exit status {p.returncode})",
+                      file=sys.stderr, flush=True)
     shards = []
     for i in range(n):
         f = tmp / f"shard-{i}.jsonl"

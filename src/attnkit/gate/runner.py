@@ -32,8 +32,9 @@ class GateResult:
     gate: str
     status: str  # pass | fail | skipped | incomplete (attnkit check --jobs: a shard was stopped before its cases ran)
     cases: list = field(default_factory=list)  # per-case records
-    power: dict = field(default_factory=dict)  # perturbation -> {"caught": bool, "case": id, "tried": n, "draws": n,
-    #                                              and "draw_errors": n, "draw_error": the last, where fresh draws failed}
+    # perturbation -> {"caught": bool, "case": id, "tried": n, "draws": n}, and where fresh draws failed
+    # "draw_errors": n, "draw_error": the last one
+    power: dict = field(default_factory=dict)
     reason: str = ""
 
 
