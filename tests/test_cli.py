@@ -142,7 +142,7 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("taken_by", ["main", "other"])
-def test_a_stuck_process_stack_is_read_back_from_its_log(tmp_path, taken_by):
+def test_a_stuck_process_stack_is_read_back_from_its_stack_file(tmp_path, taken_by):
     """What `attnkit check --jobs` prints for a shard it stops: the main thread's Python stack, which faulthandler wrote
     into the shard's stack file on STACK_SIGNAL, read back by _main_stack, also when another thread took the signal
     (the main thread blocks it here, as a busy torch process's signal can land on any thread); nothing for a file

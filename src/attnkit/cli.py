@@ -122,7 +122,6 @@ def cmd_check(args) -> int:
             # compile step may have fd 2, the log, redirected at that moment)
             stacks = open(_stack_file(args.status_file), "w")  # noqa: SIM115 (open for the process's life)
             faulthandler.register(STACK_SIGNAL, file=stacks, all_threads=True)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {STACK_SIGNAL})  # a supervisor's mask is inherited
 
             def on_start(gate, case):
                 write_whole(args.status_file, json.dumps({"done": started[0], "gate": gate.name, "case": case.id,
@@ -279,7 +278,7 @@ def _check_jobs(args, selected, tier, seed, out, device):
             if p.poll() is None and _shard_status(tmp, i):  # (the handler is set before its first case starts)
                 p.send_signal(STACK_SIGNAL)
                 asked.add(i)
-        if pending:
+        if asked:
             time.sleep(STACK_WAIT)
         for i, (p, log) in pending.items():
             p.terminate()
