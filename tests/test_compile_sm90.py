@@ -277,6 +277,18 @@ def test_ids_early_issues_the_first_ids_before_the_first_barrier():
         assert early[0] >= plain[0] + 16 and sum(early[1:]) + 16 <= sum(plain[1:]), (name, plain, early)
 
 
+def test_gluon_overlap_issues_the_score_product_before_the_value_conversion():
+    """gluon_overlap (sparse_int8's Gluon kernel): in the query-digit loop's SASS the integer MMA is issued before
+    the value conversion's first shared-memory store, behind the copy wait's barriers only; without the option it
+    comes after the conversion and its barriers (the check fails there)."""
+    pairs = [("sparse_int8_gluon D256 direct0 ids_early", "sparse_int8_gluon D256 direct0 ids_early overlap"),
+             ("sparse_int8_gluon D256 direct1", "sparse_int8_gluon D256 direct1 ids_early overlap")]
+    got = _compiled(f"[[cc.score_mma_vs_conversion(x) for x in p] for p in {pairs!r}]")
+    for (name, _), (plain, ov) in zip(pairs, got):
+        assert plain["igmma"] > plain["first_sts"] and plain["barriers_before"] >= 4, (name, plain)
+        assert ov["igmma"] < ov["first_sts"] and ov["barriers_before"] <= 2, (name, ov)
+
+
 def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
     """headpad_ids_early (mqa_decode's head-padded kernel): both lists' first slot ids load before the first barrier,
     with the query's; without it the first tile's ids wait behind the query's layout barriers (the check fails

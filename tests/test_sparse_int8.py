@@ -259,6 +259,48 @@ def test_ids_early_gives_the_same_bits(case, tps, device):
         sparse_int8_attention(*_args(i), scale=i["scale"], ids_early="yes")
 
 
+def test_gluon_overlap_option(monkeypatch, device):
+    """gluon_overlap is the Gluon kernel's: asked for where the Triton kernels run (gluon=False, or any CPU), a
+    ValueError naming it; its environment variable takes exactly "0" / "1" (a bad value raises); off by default."""
+    from attnkit.sparse_int8.config import GLUON_OVERLAP
+    assert GLUON_OVERLAP.default is False  # off until timed
+    i = _inp(device, "sparse_int8-decode-r3-g6-n509-perhead")
+    with pytest.raises(ValueError, match="gluon_overlap"):
+        sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_overlap=True)
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_overlap=False)
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", "1")  # the environment's choice, not asked by keyword
+    b = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for bad in ("true", "2", " 1", "yes"):
+        monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", bad)
+        with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_GLUON_OVERLAP"):
+            sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
+                                  "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",
+                                  "sparse_int8-model-prefill-r2048-q8x"])
+@pytest.mark.parametrize("tps", [None, 1])
+def test_gluon_overlap_gives_the_same_bits(case, tps):
+    """The Gluon kernel with gluon_overlap (the score product issued before the value conversion): the same bits as
+    without, repeatably (the query-digit and split-bf16 programs alike; the latter run the loop unchanged), and a
+    perturbed call differs (the comparison can fail)."""
+    from attnkit._runtime import gluon_runs
+    if not gluon_runs(torch.device("cuda")):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
+    i = _inp("cuda", case)
+    kw = dict(scale=i["scale"], tiles_per_split=tps, gluon=True)
+    a = sparse_int8_attention(*_args(i), gluon_overlap=False, **kw)
+    b = sparse_int8_attention(*_args(i), gluon_overlap=True, **kw)
+    c = sparse_int8_attention(*_args(i), gluon_overlap=True, **kw)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert torch.equal(b[0], c[0]) and torch.equal(b[1], c[1])
+    if i["indices"].shape[-1]:
+        d = sparse_int8_attention(*_args(i), gluon_overlap=True, _perturb="candidate-skipped", **kw)
+        assert not torch.equal(a[0], d[0])
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
                                   "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",

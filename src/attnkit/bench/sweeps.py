@@ -371,6 +371,12 @@ SWEEPS["sparse_int8-ids-early"] = Sweep(
     (("rule", {}),
      ("ids-early", dict(ids_early=True))))
 
+SWEEPS["sparse_int8-gluon-overlap"] = Sweep(
+    "sparse_int8", "the Gluon kernel's score product issued before the value conversion and waited for after "
+    "(gluon_overlap) against the rule, decode 1 / 2 / 4 / 8 rows and prefill 128 / 2048 rows, forced Gluon both",
+    _SP_DEC_CASES + _SP_CASES[2:],
+    (("rule", dict(gluon=True)), ("overlap", dict(gluon=True, gluon_overlap=True))))
+
 SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
     "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
     "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",

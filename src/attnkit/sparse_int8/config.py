@@ -113,6 +113,15 @@ IDS_EARLY = Switch("ids_early", "ATTNKIT_SPARSE_INT8_IDS_EARLY", True,
                    "the first two candidate tiles' ids loaded before the query (the plain loop and the Gluon kernel), "
                    "so that their round trip overlaps the query's instead of waiting behind the query fold's "
                    "barriers (sm_90 SASS); the same bits; default on (0.4-4.3 % faster, sweep sparse_int8-ids-early)")
+# The Gluon kernel's score product issued before the value conversion (gluon_overlap). In the sm_90 SASS of the
+# query-digit loop (tests/test_compile_sm90.py) the integer MMA otherwise waits behind the conversion's shared-memory
+# round trip and its barriers, and the conversion behind nothing the MMA writes: they read and write different
+# tiles. With the option the MMA is issued right after the tile's copies land and waited for once the next tile's
+# copies are issued. The same bits (GPU test). Off until timed (sweep sparse_int8-gluon-overlap).
+GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", False,
+                       "the Gluon kernel issues each tile's score product before converting its value codes and "
+                       "waits for it after, so the tensor cores and the conversion run at once (the query-digit "
+                       "programs; the same bits); default off")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

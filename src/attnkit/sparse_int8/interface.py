@@ -8,7 +8,7 @@ import math
 import torch
 
 from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8,
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8,
                      STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
@@ -49,7 +49,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, ids_early=None, validate=None, pdl=None,
+                          gluon=None, gluon_overlap=None, ids_early=None, validate=None, pdl=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -66,6 +66,9 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``gluon`` (the swap-AB integer-score tile as the Gluon kernel for sm_90; default: the rule in config.py, wherever
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
+    ``gluon_overlap`` (``ATTNKIT_SPARSE_INT8_GLUON_OVERLAP``: the Gluon kernel issues each tile's score product
+    before converting its value codes and waits for it after; the same bits; default off; True where the Triton
+    kernels run is refused),
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
     loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
     pipelined loop, where an explicit True is refused),
@@ -87,6 +90,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ctas = CTAS_OPT.resolve(ctas_per_sm)
     use_gluon = GLUON.resolve(gluon)
     ids_asked = IDS_EARLY.resolve(ids_early)
+    overlap = GLUON_OVERLAP.resolve(gluon_overlap)
     val = VALIDATE.resolve(validate)
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
@@ -128,6 +132,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
             "is the plain loop's and the Gluon kernel's; it cannot be combined with the Triton swap-AB or pipelined "
             "loop")
     ids_e = bool(ids_asked) and ids_loop
+    require(not (gluon_overlap and not p.gluon), "gluon_overlap", "is the Gluon kernel's; the Triton kernels run here")
     R = T * Hq
     if p.direct:
         m = l = acc = e = lse  # unused
@@ -146,8 +151,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
         from .kernel_gluon import sparse_int8_gluon_kernel
         sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
             *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
-            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, IDS_EARLY=ids_e, num_warps=p.num_warps,
-            **pdl_launch(use_pdl))
+            PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, IDS_EARLY=ids_e, OVERLAP=bool(overlap),
+            num_warps=p.num_warps, **pdl_launch(use_pdl))
     else:
         from .kernel import sparse_int8_kernel
         sparse_int8_kernel[(T, p.num_splits, Hkv)](

@@ -107,11 +107,16 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_smem, m_i, l_i,
           acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
           PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr,
-          ids0=None):
+          ids0=None, OVERLAP: gl.constexpr = False):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
-    of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA."""
+    of one integer MMA, the probability tile's high and residual halves as the 2 R columns of one bf16 MMA.
+    OVERLAP (the query-digit programs only): the score product is issued before the value codes are converted and
+    waited for after the next tile's copies are issued, so the tensor cores and the conversion run at once (they
+    touch different shared tiles). The same products on the same tiles: the same bits. (Keeping the value product
+    in flight across the loop's back-edge as well made ptxas serialize every warpgroup MMA of the loop, each
+    followed by its own wait, in the sm_90 SASS: not kept.)"""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
     if ids0 is None:
@@ -129,16 +134,25 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         if PERTURB == 1:  # the deliberately wrong variant: the split's first candidate skipped
             valid = valid & (j0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l)) != c0)
         async_copy.wait_group(0)  # this tile's rows have landed
+        if OVERLAP and QK_INT8:  # the copied key rows visible to the score product issued next (async proxy)
+            fence_async_shared()
         gl.thread_barrier()
         if QK_INT8:
+            if OVERLAP:  # S4 [BLOCK_N, 4 R] issued first: it reads k_smem and the digits during the conversion
+                s4_tok = warpgroup_mma(k_smem, qd_smem.permute((1, 0)),
+                                       gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si_l), is_async=True)
             _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
             fence_async_shared()
             gl.thread_barrier()  # v_raw consumed, v_smem visible to the MMAs
             # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
             _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
-            # S4 [BLOCK_N, 4 R], column 16 i + h: digit i of head h; each thread holds a column's four digits
-            s4 = warpgroup_mma(k_smem, qd_smem.permute((1, 0)), gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si_l))
+            if OVERLAP:
+                s4 = warpgroup_mma_wait(0, deps=[s4_tok])
+            else:
+                # S4 [BLOCK_N, 4 R], column 16 i + h: digit i of head h; each thread holds a column's four digits
+                s4 = warpgroup_mma(k_smem, qd_smem.permute((1, 0)),
+                                   gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si_l))
             s4 = gl.reshape(gl.permute(gl.reshape(s4, [BLOCK_N, 4, R]), (0, 2, 1)), [BLOCK_N, R, 2, 2])
             s_even, s_odd = gl.split(s4)  # digits (0, 2) and (1, 3)
             s0, s2 = gl.split(s_even)
@@ -192,7 +206,7 @@ def sparse_int8_gluon_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh, stride_kh, stride_kc, stride_it, stride_ih, stride_ms, stride_as,
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
-    PDL: gl.constexpr = False, IDS_EARLY: gl.constexpr = False,
+    PDL: gl.constexpr = False, IDS_EARLY: gl.constexpr = False, OVERLAP: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -278,7 +292,7 @@ def sparse_int8_gluon_kernel(
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l, ids0)
+                              o_l, ids0, OVERLAP)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB, ld, s_l, si_l,

@@ -161,6 +161,12 @@ def _variants():
     out.append(("sparse_int8_gluon D256 direct0 ids_early", sparse_int8_gluon_kernel, sparse_ptr("i8"),
                 dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=16, BLOCK_N=64, DIRECT=False, PERTURB=0, IDS_EARLY=True),
                 dict(num_warps=4)))
+    # the option gluon_overlap (the score product in flight during the value conversion), on both paths, with
+    # ids_early as the rule runs it
+    for direct in (True, False):
+        out.append((f"sparse_int8_gluon D256 direct{int(direct)} ids_early overlap", sparse_int8_gluon_kernel,
+                    sparse_ptr("i8"), dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=16, BLOCK_N=64, DIRECT=direct,
+                                           PERTURB=0, IDS_EARLY=True, OVERLAP=True), dict(num_warps=4)))
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
     for D, pipe, win, clamp, gather, early, psm, lazy, bacc in (
@@ -733,6 +739,22 @@ def wgmma_wait_order(name: str, arch: int = 90) -> dict:
     waits = [(j, int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16))
              for j, b in enumerate(best) if "WARPGROUP.DEPBAR" in b]
     return dict(instructions=len(best), first_ex2=ex2[0], last_ex2=ex2[-1], waits=waits)
+
+
+def score_mma_vs_conversion(name: str, arch: int = 90) -> dict:
+    """In the SASS of the sparse_int8 Gluon kernel's query-digit loop (the loop holding its integer warpgroup MMAs):
+    its length, the position of the first IGMMA and of the first shared-memory store (the value conversion's), and
+    the barriers between the loop's start and that IGMMA. With gluon_overlap the score product is issued before the
+    conversion stores anything; without it, after the conversion and its barriers."""
+    k, _ = compile_named(name, arch)
+    for body in _loop_bodies(k.asm["cubin"]):
+        ops = [_OPCODE.match(b).group(1) for b in body]
+        if any(o.startswith("IGMMA") for o in ops):
+            first = next(j for j, o in enumerate(ops) if o.startswith("IGMMA"))
+            sts = next(j for j, o in enumerate(ops) if o.startswith("STS"))
+            return dict(instructions=len(body), igmma=first, first_sts=sts,
+                        barriers_before=sum(o.startswith("BAR") for o in ops[:first]))
+    return {}
 
 
 def softmax_overlap(name: str, arch: int = 90) -> list[dict]:
