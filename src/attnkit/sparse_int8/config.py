@@ -117,11 +117,17 @@ IDS_EARLY = Switch("ids_early", "ATTNKIT_SPARSE_INT8_IDS_EARLY", True,
 # query-digit loop (tests/test_compile_sm90.py) the integer MMA otherwise waits behind the conversion's shared-memory
 # round trip and its barriers, and the conversion behind nothing the MMA writes: they read and write different
 # tiles. With the option the MMA is issued right after the tile's copies land and waited for once the next tile's
-# copies are issued. The same bits (GPU test). Off until timed (sweep sparse_int8-gluon-overlap).
+# copies are issued. The same bits (GPU test, at 70ef5d5). Sweep sparse_int8-gluon-overlap at 70ef5d5
+# (benchmarks/sweeps/h200-70ef5d5/sweep-sparse_int8-gluon-overlap.json, 5 rounds, the Gluon kernel forced both ways,
+# paired overlap / rule): slower on all six cases, 1.031 / 1.007 / 1.027 / 1.013 at 1 / 2 / 4 / 8 decode rows,
+# 1.044 / 1.043 at 128 / 2048 prefill rows (1515 -> 1582 us). The prediction (the conversion hidden behind the
+# integer MMA) was wrong: both use the shared-memory pipe, which Nsight Compute had the busiest unit of this loop
+# (docs/sparse_int8.md), and two programs per SM already overlap one program's MMA with the other's conversion. Off.
 GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", False,
                        "the Gluon kernel issues each tile's score product before converting its value codes and "
                        "waits for it after, so the tensor cores and the conversion run at once (the query-digit "
-                       "programs; the same bits); default off")
+                       "programs; the same bits); default off: 0.7-4.4 % slower in the sweep "
+                       "sparse_int8-gluon-overlap")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "host check that every index lies in [-1, C) (a sync; turn off for CUDA-graph capture)")
 

@@ -67,8 +67,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     the kernel can run: a CUDA sm_90 GPU, int8 caches whose pointers and strides are multiples of 16 bytes; False:
     the Triton kernels),
     ``gluon_overlap`` (``ATTNKIT_SPARSE_INT8_GLUON_OVERLAP``: the Gluon kernel issues each tile's score product
-    before converting its value codes and waits for it after; the same bits; default off; True where the Triton
-    kernels run is refused),
+    before converting its value codes and waits for it after; the same bits; default off, slower as timed; True
+    where the Triton kernels run is refused),
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
     loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
     pipelined loop, where an explicit True is refused),
