@@ -396,3 +396,8 @@ def test_rel_rms_target_counts_our_kernels_not_the_peers(tmp_path):
     (d / "check-sparse_int8-h200-x.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     _, path, worst, low, n = _rel_rms(tmp_path, t)
     assert (worst, low, n) == (1.65e-3, 1.65e-3, 1) and path.name == "check-sparse_int8-h200-x.jsonl"
+    # a newer run of a gate that forces an option off the rule is not the kernels as dispatched: not counted
+    newer = [dict(kind="env", interpreter=False, time_utc="2026-12-05T00:00:00Z"),
+             dict(kind="case", gate="sparse_int8/gluon_overlap", case=case, rel_rms=1.62e-3)]
+    (d / "check-sparse_int8-gluon_overlap-h200-y.jsonl").write_text("\n".join(json.dumps(x) for x in newer) + "\n")
+    assert _rel_rms(tmp_path, t)[1].name == "check-sparse_int8-h200-x.jsonl"

@@ -36,10 +36,11 @@ class Target:
     provider: str = "attnkit"
     den: str | None = None  # paired: the denominator provider
     unit: str = "x"
+    gates: tuple = ()  # rel_rms: the gates whose cases count (empty: every gate of ours)
 
 
-def _t(family, what, measure, bound, sense, cases, provider, den=None, unit="x"):
-    return Target(family, what, measure, bound, sense, tuple(cases), provider, den, unit)
+def _t(family, what, measure, bound, sense, cases, provider, den=None, unit="x", gates=()):
+    return Target(family, what, measure, bound, sense, tuple(cases), provider, den, unit, tuple(gates))
 
 
 _R = "relbias-model-"
@@ -80,8 +81,10 @@ TARGETS = (
        [(_S + "decode-r8-q8x", _S + "decode-r8-c32k"), (_S + "decode-r8-vscale2p60", _S + "decode-r8-c32k"),
         (_S + "prefill-r2048-q8x", _S + "prefill-r2048-c8k"),
         (_S + "prefill-r2048-vscale2p16", _S + "prefill-r2048-c8k")], "attnkit"),
+    # the kernels as dispatched (the Gluon kernel's gate on sm_90, the Triton kernels' elsewhere), not a gate that
+    # forces an option off the rule
     _t("sparse_int8", "relative RMS error at most 1.6e-3 on the model-like inputs", "rel_rms", 1.6e-3, "<=",
-       [_S], "attnkit", unit=""),
+       [_S], "attnkit", unit="", gates=("sparse_int8/gluon", "sparse_int8/triton")),
     _t("mqa_decode", "swap-AB at least 2.2x faster than head-padded at 16 heads, 1-16 tokens (attention)", "paired",
        2.2, ">=", _mqa(16), "attnkit_headpad", "attnkit_swapab"),
     _t("mqa_decode", "swap-AB at least 1.8x faster than head-padded at 32 heads, 1-16 tokens (attention)", "paired",
@@ -164,7 +167,8 @@ def _newest(arts, t: Target, case):
 
 def _rel_rms(root: Path, t: Target):
     """(worst rel_rms, best, file, n) over the model-like cases (no q8x / vscale) of our kernels' gates (not the
-    peers': a peer's error is not ours) in the newest GPU gate run of this family that holds them; None if none."""
+    peers': a peer's error is not ours; t.gates, where given: those gates only) in the newest GPU gate run of this
+    family that holds them; None if none."""
     from ..gate.registry import gates
     peers = {g.name for g in gates(t.family) if g.kind == "peer"}
     best = None
@@ -178,7 +182,7 @@ def _rel_rms(root: Path, t: Target):
                 env = d
             elif (d.get("kind") == "case" and d.get("case", "").startswith(t.cases[0]) and "q8x" not in d["case"]
                   and "vscale" not in d["case"] and d.get("rel_rms") is not None and not d.get("perturbation")
-                  and d.get("gate") not in peers):
+                  and d.get("gate") not in peers and (not t.gates or d.get("gate") in t.gates)):
                 vals.append(d["rel_rms"])
         if env is None or env.get("interpreter") or not vals:
             continue
