@@ -289,6 +289,15 @@ def test_gluon_overlap_issues_the_score_product_before_the_value_conversion():
         assert ov["igmma"] < ov["first_sts"] and ov["barriers_before"] <= 2, (name, ov)
 
 
+def test_writer_loads_first_takes_two_load_round_trips_not_three():
+    """writer_loads_first (mqa_decode's record writer): in the sm_90 SASS a row's loads take two dependent round trips
+    (the slot with the position; then the latent with cos / sin), where without the option they take three (the
+    slot; then the position; then the rest): compile_check.load_round_trips, which fails on the plain variant."""
+    names = ["mqa_write nvfp40", "mqa_write nvfp41"]
+    got = _compiled(f"[[cc.load_round_trips(x + s) for s in ('', ' loads_first')] for x in {names!r}]")
+    assert got == [[3, 2], [3, 2]], got
+
+
 def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
     """headpad_ids_early (mqa_decode's head-padded kernel): both lists' first slot ids load before the first barrier,
     with the query's; without it the first tile's ids wait behind the query's layout barriers (the check fails

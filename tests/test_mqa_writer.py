@@ -25,7 +25,10 @@ def _latents(n, seed):
 
 
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
-def test_writer_matches_reference_byte_for_byte(fmt, device):
+@pytest.mark.parametrize("loads_first", [False, True])
+def test_writer_matches_reference_byte_for_byte(fmt, loads_first, device):
+    """Both load orders (writer_loads_first): the reference's bytes at the written slots, every other byte untouched
+    (with loads_first a skipped row's stores are masked, not branched around: a store left unmasked writes slot 0)."""
     n, ps = 12, 16
     lat = _latents(n, 0)
     pos = torch.tensor([0, 1, 5, 100, 4095, 17, 3, 8, 9, 10, 11, 2047])
@@ -36,7 +39,7 @@ def test_writer_matches_reference_byte_for_byte(fmt, device):
     before = cache.clone()
     slots = torch.tensor([5, 0, 47, 13, -1, 20, 21, 22, 30, 31, 40, 1])  # -1: skipped
     c = cache.to(device)
-    mqa_write_records(lat.to(device), pos.to(device), cs.to(device), slots.to(device), c, fmt)
+    mqa_write_records(lat.to(device), pos.to(device), cs.to(device), slots.to(device), c, fmt, loads_first=loads_first)
     got = c.cpu().view(-1, stride)
     ref = mqa_write_ref(lat, pos, cs, fmt)
     for i, sl in enumerate(slots.tolist()):
@@ -92,3 +95,21 @@ def test_writer_rejects_non_finite_latents(device):
     with pytest.raises(ValueError, match="latent"):
         mqa_write_records(lat, torch.tensor([0], device=device), rope_cos_sin(4).to(device),
                           torch.tensor([0], device=device), torch.zeros(1, 16, 528, dtype=torch.uint8, device=device), "fp8")
+
+
+def test_writer_loads_first_skipped_row_reads_no_cos_sin(device, monkeypatch):
+    """writer_loads_first loads a row's position before knowing whether its slot is -1: a skipped row's position
+    (not validated with validate=False) may lie past the cos / sin table, and its cos / sin are not read (masked by
+    the slot); the written row's bytes as without the option. The option's grammar (ATTNKIT_MQA_WRITER_LOADS_FIRST)."""
+    lat = _latents(2, 3).to(device)
+    cs = rope_cos_sin(64).to(device)
+    pos = torch.tensor([7, 1 << 40], device=device)  # row 1: skipped, its position far past the table
+    slots = torch.tensor([2, -1], device=device)
+    a = torch.zeros(1, 16, 528, dtype=torch.uint8, device=device)
+    b = a.clone()
+    mqa_write_records(lat, pos, cs, slots, a, "fp8", validate=False, loads_first=False)
+    mqa_write_records(lat, pos, cs, slots, b, "fp8", validate=False, loads_first=True)
+    assert torch.equal(a, b) and int(a[0, 2].ne(0).sum()) > 0
+    monkeypatch.setenv("ATTNKIT_MQA_WRITER_LOADS_FIRST", "yes")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_WRITER_LOADS_FIRST"):
+        mqa_write_records(lat, pos, cs, slots, b, "fp8", validate=False)

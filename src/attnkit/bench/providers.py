@@ -166,19 +166,21 @@ def _mqa_ours(inp, kernel, **extra):
     return lambda: mqa_decode_attention(*args, kernel=kernel, validate=False, **extra)
 
 
-def _mqa_insert(inp, pdl=None):
+def _mqa_insert(inp, pdl=None, loads_first=None):
     from ..mqa_decode import mqa_write_records
     T = inp["q"].shape[0]
     lat = inp["q"][:, 0, :].contiguous()  # T new latents
     slots = inp["swa_idx"][:, 0].long().clamp(min=0)
     slots = torch.arange(T, device=lat.device) if slots.unique().numel() < T else slots
-    mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8", pdl=pdl)
+    mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8", pdl=pdl,
+                      loads_first=loads_first)
     return lambda: mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8",
-                                     validate=False, pdl=pdl)
+                                     validate=False, pdl=pdl, loads_first=loads_first)
 
 
-def _mqa_step(inp, kernel, pdl=None, **extra):
-    insert, attend = _mqa_insert(inp, pdl=pdl), _mqa_ours(inp, kernel, pdl=pdl, **extra)
+def _mqa_step(inp, kernel, pdl=None, writer_loads_first=None, **extra):
+    insert = _mqa_insert(inp, pdl=pdl, loads_first=writer_loads_first)
+    attend = _mqa_ours(inp, kernel, pdl=pdl, **extra)
 
     def run():
         insert()

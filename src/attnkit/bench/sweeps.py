@@ -1234,6 +1234,17 @@ SWEEPS["mqa-gluon-cluster-exact-2"] = Sweep(
                          gluon_cluster_exact=True))))
 
 
+SWEEPS["mqa-writer-loads-first"] = Sweep(
+    "mqa_decode", "whole steps with the record writer's row loads together (writer_loads_first: the slot, position "
+    "and latent at once, two dependent round trips instead of three) against the rule, both kernels as in the "
+    "bench's step providers, 16 / 32 heads x 1-16 tokens x fp8 / nvfp4",
+    _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
+    (("step-headpad", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True)),
+     ("step-headpad-lf", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True, writer_loads_first=True)),
+     ("step-swapab", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-swapab-lf", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, writer_loads_first=True))))
+
+
 def _mqa_call(inp, step=False, kernel=None, **kw):
     """A sweep setting's mqa_decode launch: the attention alone, or (step=True) a whole step (insert + attention)."""
     return _mqa_step(inp, kernel, **kw) if step else _mqa_ours(inp, kernel, **kw)

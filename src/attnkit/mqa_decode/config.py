@@ -394,6 +394,15 @@ def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
 # 5 rounds, whole steps, paired medians): swap-AB with the option / its rule 0.895-0.965 on all 20 cases of 16 / 32
 # heads x 1-16 tokens x fp8 / nvfp4 (16 heads x 16 tokens fp8 17.5 -> 16.5 us); head-padded with pdl and the option /
 # its rule (pdl off) 0.882-0.994 on all 20 (with pdl alone 0.905-1.030, 18 of 20 faster).
+# The record writer's loads (writer_loads_first): the slot, the position and the latent row loaded together, the stores
+# masked by the slot, instead of the row branching on its slot before loading the rest. In the sm_90 SASS the row's
+# loads were three dependent round trips (the slot; then the position; then the latent with cos / sin at the
+# position), now two (the slot with the position; then the latent with cos / sin); with the option off the writer
+# compiles to the same SASS as before it existed (nvdisasm). The same bytes (CPU and GPU writer tests). Off until
+# timed (sweep mqa-writer-loads-first).
+WRITER_LOADS_FIRST = Switch("writer_loads_first", "ATTNKIT_MQA_WRITER_LOADS_FIRST", False,
+                            "the record writer loads a row's slot, position and latent together and masks its stores "
+                            "by the slot (two dependent round trips instead of three; the same bytes); default off")
 PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", False,
                           "with pdl: the attention kernels read q, positions, cos_sin and the slot lists before waiting "
                           "for the kernel launched just before them, which must not write those nor the sink (the "

@@ -16,11 +16,14 @@ RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
 
 def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
-                      _perturb=None) -> None:
+                      loads_first=None, _perturb=None) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
     ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8.
     ``pdl`` (else ``ATTNKIT_PDL``, else on where it runs: splitk.pdl_rule): launched as a programmatic dependent
-    (CUDA sm_90+)."""
+    (CUDA sm_90+). ``loads_first`` (else ``ATTNKIT_MQA_WRITER_LOADS_FIRST``, default: config.WRITER_LOADS_FIRST):
+    a row's slot, position and latent loaded together, its stores masked by the slot (the same bytes)."""
+    from .config import WRITER_LOADS_FIRST
+    lf = WRITER_LOADS_FIRST.resolve(loads_first)
     require(fmt in RECORD_BYTES, "fmt", f"must be one of {tuple(RECORD_BYTES)}, got {fmt!r}")
     require(isinstance(latent, torch.Tensor) and latent.dim() == 2 and latent.shape[1] == MQA_DIM
             and latent.dtype == torch.bfloat16, "latent", f"must be a bfloat16 [n, {MQA_DIM}] tensor")
@@ -56,7 +59,7 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     from .kernel_write import mqa_write_kernel
     mqa_write_kernel[(n,)](latent, positions, cos_sin, slots, cache, latent.stride(0), stride,
                            NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", PDL=use_pdl,
-                           enable_fp_fusion=False, **pdl_launch(use_pdl))
+                           LOADS_FIRST=bool(lf), enable_fp_fusion=False, **pdl_launch(use_pdl))
 
 
 LAUNCHED_KEYS: list = []  # compile keys of the attention and merge launches, appended in launch order (for tests)
@@ -423,7 +426,8 @@ def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, 
     writes only the window cache). Sweep mqa-pdl-early (``benchmarks/sweeps/h200-0787b50/``): the fastest step for
     both kernels on all 20 cases timed (docs/mqa_decode.md). Before CUDA-graph capture, warm up with
     ``mqa_decode_warmup(..., pdl=on, pdl_early_inputs=on)`` (on: whether PDL runs on the device), which compiles the
-    attention and merge launches of such steps."""
+    attention and merge launches of such steps. writer_loads_first (else ``ATTNKIT_MQA_WRITER_LOADS_FIRST``):
+    ``mqa_write_records``'s loads_first."""
     from .._runtime import pdl_runs
     require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be a [T, H_pad, 512] tensor")
     if new_positions is None:
@@ -432,7 +436,9 @@ def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, 
         new_positions = positions
     require("pdl_early_inputs" not in options, "pdl_early_inputs", "is set by the step (on with pdl)")
     use_pdl = resolve_pdl(pdl, q.device, pdl_runs(q.device))
-    mqa_write_records(latent, new_positions, cos_sin, slots, swa_cache, "fp8", validate=validate, pdl=use_pdl)
+    writer_lf = options.pop("writer_loads_first", None)
+    mqa_write_records(latent, new_positions, cos_sin, slots, swa_cache, "fp8", validate=validate, pdl=use_pdl,
+                      loads_first=writer_lf)
     return mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                                 softmax_scale, comp_format, validate=validate, pdl=use_pdl, pdl_early_inputs=use_pdl,
                                 **options)

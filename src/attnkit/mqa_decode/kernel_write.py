@@ -40,51 +40,77 @@ def _e2m1_code(x, s):
 
 @triton.jit
 def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
-                     NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr, PDL: tl.constexpr = False):
+                     NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr, PDL: tl.constexpr = False,
+                     LOADS_FIRST: tl.constexpr = False):
+    """One latent row per program. LOADS_FIRST: the slot, the position and the latent loaded together (the row
+    always exists), cos / sin as soon as the position arrives, the stores masked by the slot instead of the whole
+    row branching on it: two dependent round trips (position, then cos / sin) where there were three (slot, then
+    position and latent, then cos / sin). The same bytes."""
     pdl_entry(PDL)
     i = tl.program_id(0)
-    slot = tl.load(SLOTS + i).to(tl.int64)
-    if slot >= 0:
-        pos = tl.load(POS + i).to(tl.int64)
-        p = tl.arange(0, 256)  # pair index: dims 2p (a) and 2p + 1 (b)
-        base = LAT + i.to(tl.int64) * stride_lat
-        a = bf16_to_f32(tl.load(base + 2 * p))
-        b = bf16_to_f32(tl.load(base + 2 * p + 1))
-        if ROPE_OFF:  # the deliberately wrong variant of the power check
-            rope = p < 0
-        else:
-            rope = p >= 224  # the last 64 dims = pairs 224..255
-        j = tl.where(rope, p - 224, 0)
-        c = tl.load(COS_SIN + pos * 64 + j, mask=rope, other=1.0)
-        s = tl.load(COS_SIN + pos * 64 + 32 + j, mask=rope, other=0.0)
-        ac = a * c
-        bs = b * s
-        as_ = a * s
-        bc = b * c
-        ra = tl.where(rope, ac - bs, a)
-        rb = tl.where(rope, as_ + bc, b)
+    if LOADS_FIRST:
+        _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, tl.load(SLOTS + i).to(tl.int64),
+                   NVFP4, ROPE_OFF, True)
+    else:
+        slot = tl.load(SLOTS + i).to(tl.int64)
+        if slot >= 0:
+            _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, slot, NVFP4, ROPE_OFF, False)
+
+
+@triton.jit
+def _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, slot, NVFP4: tl.constexpr,
+               ROPE_OFF: tl.constexpr, MASKED: tl.constexpr):
+    """Row i's record at slot (MASKED: slot may be -1, and then nothing is stored and no cos / sin is read)."""
+    live = slot >= 0  # (MASKED only)
+    pos = tl.load(POS + i).to(tl.int64)
+    p = tl.arange(0, 256)  # pair index: dims 2p (a) and 2p + 1 (b)
+    base = LAT + i.to(tl.int64) * stride_lat
+    a = bf16_to_f32(tl.load(base + 2 * p))
+    b = bf16_to_f32(tl.load(base + 2 * p + 1))
+    if ROPE_OFF:  # the deliberately wrong variant of the power check
+        rope = p < 0
+    else:
+        rope = p >= 224  # the last 64 dims = pairs 224..255
+    j = tl.where(rope, p - 224, 0)
+    if MASKED:  # a skipped row's position may be anything (it is not validated): its cos / sin are not read
+        rope_ld = rope & live
+    else:
+        rope_ld = rope
+    c = tl.load(COS_SIN + pos * 64 + j, mask=rope_ld, other=1.0)
+    s = tl.load(COS_SIN + pos * 64 + 32 + j, mask=rope_ld, other=0.0)
+    ac = a * c
+    bs = b * s
+    as_ = a * s
+    bc = b * c
+    ra = tl.where(rope, ac - bs, a)
+    rb = tl.where(rope, as_ + bc, b)
+    if MASKED:
+        rec = CACHE + tl.where(live, slot, 0) * stride_rec
+        st = live  # the stores' mask
+    else:
         rec = CACHE + slot * stride_rec
-        if NVFP4:
-            a2 = tl.reshape(ra, (32, 8))
-            b2 = tl.reshape(rb, (32, 8))
-            amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [32] blocks of 16 dims
-            r = tl.minimum(amax / 6.0, 448.0)
-            sc = round_e4m3(r)
-            step_e = tl.where(sc > 0, tl.maximum(frexp_exp(sc), -6) - 3, -9)  # e4m3 grid step at sc
-            step = ldexp(tl.full(sc.shape, 1.0, tl.float32), step_e)
-            sc = tl.where((sc * 6.0 < amax) & (sc < 448.0), sc + step, sc)  # smallest grid value with 6 s >= amax
-            sc_ok = sc > 0
-            ssafe = tl.where(sc_ok, sc, 1.0)
-            ca = tl.where(sc_ok[:, None], _e2m1_code(a2, ssafe[:, None]), 0)
-            cb = tl.where(sc_ok[:, None], _e2m1_code(b2, ssafe[:, None]), 0)
-            byte = tl.reshape(ca | (cb << 4), (256,))
-            tl.store(rec + p, byte.to(tl.uint8))
-            tl.store(rec + 256 + tl.arange(0, 32), sc.to(tl.float8e4nv).to(tl.uint8, bitcast=True))
-        else:
-            qa, qb, e = quant_fp8_pairs(ra, rb)
-            tl.store(rec + 2 * p, qa)
-            tl.store(rec + 2 * p + 1, qb)
-            tl.store(rec + 512 + tl.arange(0, 16), (e + 127).to(tl.uint8))
+        st = None
+    if NVFP4:
+        a2 = tl.reshape(ra, (32, 8))
+        b2 = tl.reshape(rb, (32, 8))
+        amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [32] blocks of 16 dims
+        r = tl.minimum(amax / 6.0, 448.0)
+        sc = round_e4m3(r)
+        step_e = tl.where(sc > 0, tl.maximum(frexp_exp(sc), -6) - 3, -9)  # e4m3 grid step at sc
+        step = ldexp(tl.full(sc.shape, 1.0, tl.float32), step_e)
+        sc = tl.where((sc * 6.0 < amax) & (sc < 448.0), sc + step, sc)  # smallest grid value with 6 s >= amax
+        sc_ok = sc > 0
+        ssafe = tl.where(sc_ok, sc, 1.0)
+        ca = tl.where(sc_ok[:, None], _e2m1_code(a2, ssafe[:, None]), 0)
+        cb = tl.where(sc_ok[:, None], _e2m1_code(b2, ssafe[:, None]), 0)
+        byte = tl.reshape(ca | (cb << 4), (256,))
+        tl.store(rec + p, byte.to(tl.uint8), mask=st)
+        tl.store(rec + 256 + tl.arange(0, 32), sc.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=st)
+    else:
+        qa, qb, e = quant_fp8_pairs(ra, rb)
+        tl.store(rec + 2 * p, qa, mask=st)
+        tl.store(rec + 2 * p + 1, qb, mask=st)
+        tl.store(rec + 512 + tl.arange(0, 16), (e + 127).to(tl.uint8), mask=st)
 
 
 @triton.jit

@@ -297,9 +297,10 @@ def _variants():
                          GATHER=True, ACC=True, PINGPONG=pp, KREL=krel),
                     dict(num_warps=4, maxnreg=GLUON_WS_MAXNREG)))
     for nv in (False, True):
-        out.append((f"mqa_write nvfp4{int(nv)}", mqa_write_kernel,
-                    dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
-                    dict(NVFP4=nv, ROPE_OFF=False), dict(enable_fp_fusion=False)))
+        for lf in (False, True):  # the option writer_loads_first
+            out.append((f"mqa_write nvfp4{int(nv)}" + (" loads_first" if lf else ""), mqa_write_kernel,
+                        dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
+                        dict(NVFP4=nv, ROPE_OFF=False, LOADS_FIRST=lf), dict(enable_fp_fusion=False)))
     mqa_ptr = dict(Q="*bf16", POS="*i64", COS_SIN="*fp32", SWA="*u8", COMP="*u8", SWA_IDX="*i32", COMP_IDX="*i32",
                    M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32")
     for nv in (False, True):
@@ -739,6 +740,39 @@ def wgmma_wait_order(name: str, arch: int = 90) -> dict:
     waits = [(j, int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16))
              for j, b in enumerate(best) if "WARPGROUP.DEPBAR" in b]
     return dict(instructions=len(best), first_ex2=ex2[0], last_ex2=ex2[-1], waits=waits)
+
+
+def load_round_trips(name: str, arch: int = 90) -> int:
+    """The dependent global-load round trips of a straight-line kernel's SASS (the record writer), under in-order
+    issue: an instruction that reads a register written by a global load issued in round r waits for it, so loads
+    issued after it start round r + 1. The count is the rounds in which loads are issued (a wide load's destination
+    holds 2 or 4 registers; predicates are registers too)."""
+    k, _ = compile_named(name, arch)
+    ready, cur, rounds = {}, 0, set()  # register -> the round its loaded value arrives in
+    for line in _sass_lines(k.asm["cubin"]):
+        m = _OPCODE.match(line)
+        if not m:
+            continue
+        op = m.group(1)
+        body = line.split(op, 1)[1].split(";")[0]
+        regs = re.findall(r"\b([RP]\d+)\b", body)
+        if not regs:
+            continue
+        dest, srcs = (regs[0], regs[1:]) if not op.startswith(("ST", "EXIT", "BRA")) else (None, regs)
+        guard = re.match(r"\s*@!?(P\d+)", line.split("*/", 1)[-1])
+        if guard:
+            srcs = srcs + [guard.group(1)]
+        for r in srcs:
+            cur = max(cur, ready.get(r, 0))
+        if op.startswith("LDG"):
+            rounds.add(cur)
+            width = 4 if ".128" in op else 2 if ".64" in op else 1
+            n0 = int(dest[1:])
+            for j in range(width):
+                ready[f"R{n0 + j}"] = cur + 1
+        elif dest is not None:
+            ready[dest] = max([ready.get(r, 0) for r in srcs] + [0])
+    return len(rounds)
 
 
 def score_mma_vs_conversion(name: str, arch: int = 90) -> dict:
