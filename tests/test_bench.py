@@ -226,8 +226,9 @@ def test_sweep_grids_name_real_cases_and_options():
     from attnkit.sparse_int8 import sparse_int8_attention
     from attnkit.testing import shapes
     ops = {"relbias": relbias_attention, "sparse_int8": sparse_int8_attention, "mqa_decode": mqa_decode_attention}
-    # the providers' own keywords (bench/providers.py; writer_loads_first: a step's, to its writer)
-    own = {"relbias": set(), "sparse_int8": {"bf16_cache"}, "mqa_decode": {"step", "writer_loads_first"}}
+    # the providers' own keywords (bench/providers.py; writer_*: a step's, to its writer)
+    own = {"relbias": set(), "sparse_int8": {"bf16_cache"},
+           "mqa_decode": {"step", "writer_loads_first", "writer_release_early"}}
     for name, sw in SWEEPS.items():
         params = set(inspect.signature(ops[sw.family]).parameters) | own[sw.family]
         assert all(shapes.get(c).family == sw.family for c in sw.cases), name

@@ -298,6 +298,16 @@ def test_writer_loads_first_takes_two_load_round_trips_not_three():
     assert got == [[3, 2], [3, 2]], got
 
 
+def test_writer_release_early_releases_before_it_waits():
+    """writer_release_early: with PDL the record writer releases the next grid (PREEXIT) before it waits for the
+    grid before it (ACQBULK), and still waits before its first global memory instruction; the plain writer waits
+    first (the check fails there)."""
+    got = _compiled("[cc.pdl_entry_order(x) for x in ('mqa_write nvfp40', 'mqa_write nvfp40 release_early')]")
+    plain, early = got
+    assert plain["wait"] < plain["release"] <= plain["first_global"], plain
+    assert early["release"] < early["wait"] < early["first_global"], early
+
+
 def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
     """headpad_ids_early (mqa_decode's head-padded kernel): both lists' first slot ids load before the first barrier,
     with the query's; without it the first tile's ids wait behind the query's layout barriers (the check fails

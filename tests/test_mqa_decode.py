@@ -1207,6 +1207,83 @@ def test_gluon_cluster_exact_matches_clusters_of_16(case):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("case,kernel", [("mqa_decode-model-t1-h16-fp8", "swapab"),
+                                         ("mqa_decode-model-t5-h32-nvfp4-partial", "swapab"),
+                                         ("mqa_decode-model-t1-h16-fp8", "headpad")])
+def test_writer_release_early_steps_give_the_same_bits(case, kernel):
+    """writer_release_early (the writer releases the attention before it waits): three steps in a row, each writing
+    its own latents and attending over them, captured in one CUDA graph and replayed, give the same outputs, LSEs
+    and cache bytes as the same steps without the option, eager; after the latents and q change in place too; and
+    a step whose writer stores nothing differs (the comparison can fail)."""
+    from attnkit.mqa_decode import mqa_decode_step
+    if not torch.cuda.get_device_capability()[0] >= 9:
+        pytest.skip("programmatic dependent launch needs sm_90+ (not a pass)")
+    inp = make_inputs(shapes.get(case), "cuda", 23)
+    T = inp["q"].shape[0]
+    slot = distinct_window_slots(inp["swa_idx"])
+    g = torch.Generator().manual_seed(5)
+    lats = [(torch.randn(T, 512, generator=g) * 2).bfloat16().cuda() for _ in range(3)]
+    args = (inp["swa_cache"], inp["comp_cache"], inp["swa_idx"], inp["comp_idx"], inp["positions"], inp["cos_sin"],
+            inp["sink"], inp["num_heads"], inp["softmax_scale"], inp["comp_format"])
+    cache0 = inp["swa_cache"].clone()
+
+    def steps(**kw):
+        return [mqa_decode_step(lat, slot, inp["q"], *args, kernel=kernel, validate=False, pdl=True, **kw)
+                for lat in lats]
+
+    def expected():
+        inp["swa_cache"].copy_(cache0)
+        outs = [tuple(x.clone() for x in o) for o in steps()]
+        return outs, inp["swa_cache"].clone()
+
+    ref, ref_cache = expected()
+    inp["swa_cache"].copy_(cache0)
+    steps(writer_release_early=True)  # compiles the writer variant outside the capture
+    graph = torch.cuda.CUDAGraph()
+    inp["swa_cache"].copy_(cache0)
+    with torch.cuda.graph(graph):
+        got = steps(writer_release_early=True)
+    for _ in range(2):
+        inp["swa_cache"].copy_(cache0)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(got, ref))
+        assert torch.equal(inp["swa_cache"], ref_cache)
+    for lat in lats:
+        lat.mul_(-0.75)
+    inp["q"].mul_(0.5)
+    ref, ref_cache = expected()
+    inp["swa_cache"].copy_(cache0)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(got, ref))
+    assert torch.equal(inp["swa_cache"], ref_cache)
+    inp["swa_cache"].copy_(cache0)
+    none = torch.full_like(slot, -1)
+    bad = mqa_decode_step(lats[0], none, inp["q"], *args, kernel=kernel, validate=False, pdl=True,
+                          writer_release_early=True)
+    assert not torch.equal(bad[0], ref[0][0])
+
+
+def test_writer_release_early_option(device, monkeypatch):
+    """writer_release_early's grammar (ATTNKIT_MQA_WRITER_RELEASE_EARLY takes exactly "0" / "1"), off by default;
+    without pdl (any CPU) it changes nothing: the same bytes."""
+    from attnkit.mqa_decode import mqa_write_records
+    from attnkit.mqa_decode.config import WRITER_RELEASE_EARLY
+    assert WRITER_RELEASE_EARLY.default is False
+    inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 4)
+    lat = inp["q"][:, 0].contiguous()
+    slot = distinct_window_slots(inp["swa_idx"])
+    a, b = inp["swa_cache"].clone(), inp["swa_cache"].clone()
+    mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, a, "fp8", pdl=False)
+    mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, b, "fp8", pdl=False, release_early=True)
+    assert torch.equal(a, b)
+    monkeypatch.setenv("ATTNKIT_MQA_WRITER_RELEASE_EARLY", "on")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_WRITER_RELEASE_EARLY"):
+        mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, b, "fp8", pdl=False)
+
+
+@pytest.mark.cuda
 def test_gluon_cluster_merge_replays_in_a_step():
     """The clustered attention captured as a step launches it (programmatic dependent launch, the query prepared
     before the wait, the caller's workspace) replays to the eager bits, also after the inputs change in place; the

@@ -26,7 +26,9 @@ Runs: at c9db574 (as benchmarks/experiments/relbias_ws_stress.py, relbias jobs o
 "ws-no-turns*" variants then ran the kernel as "-unused-turns" runs it now): benchmarks/experiments/
 relbias-ws-stress-h200-c9db574.json. At 9e5c820 (the turns then the default; "ws-no-turns*" reached through a
 diagnostic argument since removed, the same kernel): benchmarks/experiments/stress-h200-9e5c820.json. At 0e19896 (the
-mqa-step jobs, five processes for 30 s): benchmarks/experiments/stress-h200-0e19896-pdl-early.json.
+mqa-step jobs, five processes for 30 s): benchmarks/experiments/stress-h200-0e19896-pdl-early.json. At the commit
+named in its file (the writer_release_early variants beside the plain ones): benchmarks/experiments/
+stress-h200-*-release-early.json.
 """
 
 import argparse
@@ -53,6 +55,9 @@ MQA_STEP_VARIANTS = {
     "swapab": dict(kernel="swapab", gluon=True),
     "headpad": dict(kernel="headpad"),
     "swapab-nowait": dict(kernel="swapab", gluon=True, _pdl_skip_wait=True),  # wrong by design
+    # the writer releasing the attention before it waits for the kernel before it (writer_release_early)
+    "swapab-release-early": dict(kernel="swapab", gluon=True, writer_release_early=True),
+    "headpad-release-early": dict(kernel="headpad", writer_release_early=True),
 }
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:dispatched@relbias-tune-chunk128-b8-8k",
@@ -133,8 +138,11 @@ def _mqa_step_subject(kw):
 
     def step(inp, lat, pdl):
         slot = st["slot"]
-        mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, inp["swa_cache"], "fp8", validate=False, pdl=pdl)
         extra = dict(kw) if pdl else {k: v for k, v in kw.items() if k != "_pdl_skip_wait"}
+        early = extra.pop("writer_release_early", None) if pdl else None
+        extra.pop("writer_release_early", None)
+        mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, inp["swa_cache"], "fp8", validate=False, pdl=pdl,
+                          release_early=early)
         return mqa_headpad_call(inp, pdl=pdl, pdl_early_inputs=pdl, validate=False, **extra)
 
     def call(inp):

@@ -166,20 +166,20 @@ def _mqa_ours(inp, kernel, **extra):
     return lambda: mqa_decode_attention(*args, kernel=kernel, validate=False, **extra)
 
 
-def _mqa_insert(inp, pdl=None, loads_first=None):
+def _mqa_insert(inp, pdl=None, loads_first=None, release_early=None):
     from ..mqa_decode import mqa_write_records
     T = inp["q"].shape[0]
     lat = inp["q"][:, 0, :].contiguous()  # T new latents
     slots = inp["swa_idx"][:, 0].long().clamp(min=0)
     slots = torch.arange(T, device=lat.device) if slots.unique().numel() < T else slots
     mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8", pdl=pdl,
-                      loads_first=loads_first)
+                      loads_first=loads_first, release_early=release_early)
     return lambda: mqa_write_records(lat, inp["positions"], inp["cos_sin"], slots, inp["swa_cache"], "fp8",
-                                     validate=False, pdl=pdl, loads_first=loads_first)
+                                     validate=False, pdl=pdl, loads_first=loads_first, release_early=release_early)
 
 
-def _mqa_step(inp, kernel, pdl=None, writer_loads_first=None, **extra):
-    insert = _mqa_insert(inp, pdl=pdl, loads_first=writer_loads_first)
+def _mqa_step(inp, kernel, pdl=None, writer_loads_first=None, writer_release_early=None, **extra):
+    insert = _mqa_insert(inp, pdl=pdl, loads_first=writer_loads_first, release_early=writer_release_early)
     attend = _mqa_ours(inp, kernel, pdl=pdl, **extra)
 
     def run():

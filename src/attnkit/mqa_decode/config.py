@@ -408,6 +408,20 @@ WRITER_LOADS_FIRST = Switch("writer_loads_first", "ATTNKIT_MQA_WRITER_LOADS_FIRS
                             "the record writer loads a row's slot, position and latent together and masks its stores "
                             "by the slot (two dependent round trips instead of three; the same bytes); default off: "
                             "within 1 % either way in the sweep mqa-writer-loads-first")
+# The writer's early release (writer_release_early): in a step under PDL the writer, launched as a dependent of the
+# kernel before it, waited for that kernel and only then released the attention, so the attention's launch and its
+# query prologue (pdl_early_inputs) waited for the previous kernel to finish. benchmarks/experiments/
+# mqa_step_parts.py at 41875dd (benchmarks/experiments/mqa-step-parts-h200-41875dd.json): the writer's own work adds
+# nothing to a step (a step whose writer stores nothing takes the same time, within 0.3 us), while the second kernel
+# in the chain adds 1.6-2.3 us to swap-AB (16 heads x 1 token fp8: attention with pdl_early_inputs alone 6.58 us,
+# the step 8.58) and 2.1-4.5 us to head-padded steps. With the option the writer releases at entry, then waits.
+# Not safe in every stream (the attention's early reads may then overlap the kernel before the writer: the contract
+# in mqa_decode_step), so off by default.
+WRITER_RELEASE_EARLY = Switch("writer_release_early", "ATTNKIT_MQA_WRITER_RELEASE_EARLY", False,
+                              "with pdl, the record writer releases the next kernel (a step's attention) before it "
+                              "waits for the kernel before it (mqa_decode_step's contract: that kernel must not let "
+                              "dependents launch before it has written q, positions, cos_sin, the slot lists and "
+                              "the sink); default off")
 PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", False,
                           "with pdl: the attention kernels read q, positions, cos_sin and the slot lists before waiting "
                           "for the kernel launched just before them, which must not write those nor the sink (the "

@@ -16,14 +16,17 @@ RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
 
 def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
-                      loads_first=None, _perturb=None) -> None:
+                      loads_first=None, release_early=None, _perturb=None) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
     ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8.
     ``pdl`` (else ``ATTNKIT_PDL``, else on where it runs: splitk.pdl_rule): launched as a programmatic dependent
     (CUDA sm_90+). ``loads_first`` (else ``ATTNKIT_MQA_WRITER_LOADS_FIRST``, default: config.WRITER_LOADS_FIRST):
-    a row's slot, position and latent loaded together, its stores masked by the slot (the same bytes)."""
-    from .config import WRITER_LOADS_FIRST
+    a row's slot, position and latent loaded together, its stores masked by the slot (the same bytes).
+    ``release_early`` (else ``ATTNKIT_MQA_WRITER_RELEASE_EARLY``, default off; no effect without pdl): the next
+    kernel released before the writer waits for the kernel before it (mqa_decode_step's writer_release_early)."""
+    from .config import WRITER_LOADS_FIRST, WRITER_RELEASE_EARLY
     lf = WRITER_LOADS_FIRST.resolve(loads_first)
+    early = WRITER_RELEASE_EARLY.resolve(release_early)
     require(fmt in RECORD_BYTES, "fmt", f"must be one of {tuple(RECORD_BYTES)}, got {fmt!r}")
     require(isinstance(latent, torch.Tensor) and latent.dim() == 2 and latent.shape[1] == MQA_DIM
             and latent.dtype == torch.bfloat16, "latent", f"must be a bfloat16 [n, {MQA_DIM}] tensor")
@@ -59,7 +62,8 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     from .kernel_write import mqa_write_kernel
     mqa_write_kernel[(n,)](latent, positions, cos_sin, slots, cache, latent.stride(0), stride,
                            NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", PDL=use_pdl,
-                           LOADS_FIRST=bool(lf), enable_fp_fusion=False, **pdl_launch(use_pdl))
+                           LOADS_FIRST=bool(lf), RELEASE_EARLY=bool(early) and use_pdl, enable_fp_fusion=False,
+                           **pdl_launch(use_pdl))
 
 
 LAUNCHED_KEYS: list = []  # compile keys of the attention and merge launches, appended in launch order (for tests)
@@ -427,7 +431,11 @@ def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, 
     both kernels on all 20 cases timed (docs/mqa_decode.md). Before CUDA-graph capture, warm up with
     ``mqa_decode_warmup(..., pdl=on, pdl_early_inputs=on)`` (on: whether PDL runs on the device), which compiles the
     attention and merge launches of such steps. writer_loads_first (else ``ATTNKIT_MQA_WRITER_LOADS_FIRST``):
-    ``mqa_write_records``'s loads_first."""
+    ``mqa_write_records``'s loads_first. writer_release_early (else ``ATTNKIT_MQA_WRITER_RELEASE_EARLY``, default
+    off; with pdl): the writer releases the attention before it waits for the kernel launched before the step, so
+    the attention's launch and query prologue overlap that kernel too. Safe only if that kernel does not let its
+    dependents launch early (griddepcontrol.launch_dependents) before it has written q, positions, cos_sin,
+    swa_idx, comp_idx and the sink: a kernel without PDL, or one of this library's (none writes them)."""
     from .._runtime import pdl_runs
     require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be a [T, H_pad, 512] tensor")
     if new_positions is None:
@@ -437,8 +445,9 @@ def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, 
     require("pdl_early_inputs" not in options, "pdl_early_inputs", "is set by the step (on with pdl)")
     use_pdl = resolve_pdl(pdl, q.device, pdl_runs(q.device))
     writer_lf = options.pop("writer_loads_first", None)
+    writer_early = options.pop("writer_release_early", None)
     mqa_write_records(latent, new_positions, cos_sin, slots, swa_cache, "fp8", validate=validate, pdl=use_pdl,
-                      loads_first=writer_lf)
+                      loads_first=writer_lf, release_early=writer_early)
     return mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                                 softmax_scale, comp_format, validate=validate, pdl=use_pdl, pdl_early_inputs=use_pdl,
                                 **options)

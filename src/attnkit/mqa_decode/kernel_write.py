@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from .._triton.fp8 import round_e4m3
-from .._triton.pdl import pdl_entry
+from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 from .._triton.pow2 import frexp_exp, ldexp
 from .._triton.rounding import bf16_to_f32
 
@@ -41,12 +41,18 @@ def _e2m1_code(x, s):
 @triton.jit
 def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
                      NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr, PDL: tl.constexpr = False,
-                     LOADS_FIRST: tl.constexpr = False):
+                     LOADS_FIRST: tl.constexpr = False, RELEASE_EARLY: tl.constexpr = False):
     """One latent row per program. LOADS_FIRST: the slot, the position and the latent loaded together (the row
     always exists), cos / sin as soon as the position arrives, the stores masked by the slot instead of the whole
     row branching on it: two dependent round trips (position, then cos / sin) where there were three (slot, then
-    position and latent, then cos / sin). The same bytes."""
-    pdl_entry(PDL)
+    position and latent, then cos / sin). The same bytes. RELEASE_EARLY (with PDL): the next grid released before
+    this one waits for the grid before it, not after (the option writer_release_early: a step's attention then
+    launches while the previous kernel still runs; its contract in mqa_decode_step)."""
+    if RELEASE_EARLY:
+        pdl_release(PDL)
+        pdl_wait(PDL)
+    else:
+        pdl_entry(PDL)
     i = tl.program_id(0)
     if LOADS_FIRST:
         _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, tl.load(SLOTS + i).to(tl.int64),

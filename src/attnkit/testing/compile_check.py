@@ -301,6 +301,9 @@ def _variants():
             out.append((f"mqa_write nvfp4{int(nv)}" + (" loads_first" if lf else ""), mqa_write_kernel,
                         dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
                         dict(NVFP4=nv, ROPE_OFF=False, LOADS_FIRST=lf), dict(enable_fp_fusion=False)))
+    out.append(("mqa_write nvfp40 release_early", mqa_write_kernel,  # the option writer_release_early (with PDL)
+                dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
+                dict(NVFP4=False, ROPE_OFF=False, RELEASE_EARLY=True), dict(enable_fp_fusion=False)))
     mqa_ptr = dict(Q="*bf16", POS="*i64", COS_SIN="*fp32", SWA="*u8", COMP="*u8", SWA_IDX="*i32", COMP_IDX="*i32",
                    M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32")
     for nv in (False, True):
