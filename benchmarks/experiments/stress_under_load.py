@@ -58,6 +58,8 @@ MQA_STEP_VARIANTS = {
     # the writer releasing the attention before it waits for the kernel before it (writer_release_early)
     "swapab-release-early": dict(kernel="swapab", gluon=True, writer_release_early=True),
     "headpad-release-early": dict(kernel="headpad", writer_release_early=True),
+    # the same without the attention's early inputs (it then reads nothing before its wait)
+    "swapab-release-early-late": dict(kernel="swapab", gluon=True, writer_release_early=True, pdl_early_inputs=False),
 }
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:dispatched@relbias-tune-chunk128-b8-8k",
@@ -143,7 +145,8 @@ def _mqa_step_subject(kw):
         extra.pop("writer_release_early", None)
         mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, inp["swa_cache"], "fp8", validate=False, pdl=pdl,
                           release_early=early)
-        return mqa_headpad_call(inp, pdl=pdl, pdl_early_inputs=pdl, validate=False, **extra)
+        early_inputs = extra.pop("pdl_early_inputs", pdl) and pdl
+        return mqa_headpad_call(inp, pdl=pdl, pdl_early_inputs=early_inputs, validate=False, **extra)
 
     def call(inp):
         if st["ref"] is None:

@@ -1248,14 +1248,19 @@ SWEEPS["mqa-writer-loads-first"] = Sweep(
 SWEEPS["mqa-writer-release-early"] = Sweep(
     "mqa_decode", "whole steps with the record writer releasing the attention before it waits for the kernel before "
     "it (writer_release_early) against the rule, both kernels as in the bench's step providers, 16 / 32 heads x "
-    "1-16 tokens x fp8 / nvfp4",
+    "1-16 tokens x fp8 / nvfp4; -re: with the attention's early inputs (pdl_early_inputs) as the rule has them, "
+    "-re-late: without them (the attention then reads nothing before its wait)",
     _mqa_steps((16, 32), (1, 2, 4, 8, 16)),
     (("step-headpad", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True)),
      ("step-headpad-re", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=True,
                               writer_release_early=True)),
+     ("step-headpad-re-late", dict(step=True, kernel="headpad", pdl=True, pdl_early_inputs=False,
+                                   writer_release_early=True)),
      ("step-swapab", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
      ("step-swapab-re", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True,
-                             writer_release_early=True))))
+                             writer_release_early=True)),
+     ("step-swapab-re-late", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=False,
+                                  writer_release_early=True))))
 
 
 def _mqa_call(inp, step=False, kernel=None, **kw):
