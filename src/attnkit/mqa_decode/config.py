@@ -415,13 +415,24 @@ WRITER_LOADS_FIRST = Switch("writer_loads_first", "ATTNKIT_MQA_WRITER_LOADS_FIRS
 # nothing to a step (a step whose writer stores nothing takes the same time, within 0.3 us), while the second kernel
 # in the chain adds 1.6-2.3 us to swap-AB (16 heads x 1 token fp8: attention with pdl_early_inputs alone 6.58 us,
 # the step 8.58) and 2.1-4.5 us to head-padded steps. With the option the writer releases at entry, then waits.
+# Sweep mqa-writer-release-early at 2177957 (benchmarks/sweeps/h200-2177957/, 5 rounds, whole steps as the bench's
+# step providers launch them, paired option / rule): faster on all 40 cases, swap-AB 0.900-0.997 (16 heads x 1 token
+# fp8 8.39 -> 7.75 us, 32 heads x 1 token nvfp4 9.77 -> 8.80), head-padded 0.842-0.989 (16 heads x 1 token nvfp4
+# 15.52 -> 12.99). Without the attention's early inputs (so that nothing is read before a wait, whatever the kernel
+# before the step does) it is slower: 0.967-1.077 swap-AB, 1.019-1.127 head-padded; the gain is the attention's
+# prologue overlapping the kernel before the writer. Stress (benchmarks/experiments/stress_under_load.py, six
+# processes side by side for 30 s, each call's bits against the plain step's: benchmarks/experiments/
+# stress-h200-2177957-release-early.json): 0 wrong calls of 13098-15186 per release-early job; but the wrong-by-design
+# job (the attention never waiting) showed none either in that run, so it did not show that the check can fail.
 # Not safe in every stream (the attention's early reads may then overlap the kernel before the writer: the contract
-# in mqa_decode_step), so off by default.
+# in mqa_decode_step), so off by default: an opt-in for callers whose kernel before the step lets no dependent launch
+# early.
 WRITER_RELEASE_EARLY = Switch("writer_release_early", "ATTNKIT_MQA_WRITER_RELEASE_EARLY", False,
                               "with pdl, the record writer releases the next kernel (a step's attention) before it "
                               "waits for the kernel before it (mqa_decode_step's contract: that kernel must not let "
                               "dependents launch before it has written q, positions, cos_sin, the slot lists and "
-                              "the sink); default off")
+                              "the sink); default off (0.84-1.00x the step's time where that holds, sweep "
+                              "mqa-writer-release-early)")
 PDL_EARLY_INPUTS = Switch("pdl_early_inputs", "ATTNKIT_MQA_PDL_EARLY_INPUTS", False,
                           "with pdl: the attention kernels read q, positions, cos_sin and the slot lists before waiting "
                           "for the kernel launched just before them, which must not write those nor the sink (the "
