@@ -57,7 +57,10 @@ KERNEL_PATHS = {
          "the cluster's shared memory 21-40 % slower at e96e89e, removed)", "implemented"),
         ("swap-AB in Triton (the Gluon kernel's interpreter twin and the path off sm_90; gated on the H200 at "
          "d72dcca and 6524388; at 6991d6b head-padded / Triton swap-AB 1.23-1.43 for fp8, 0.77-1.01 for nvfp4)", "implemented"),
-        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca and 6524388)", "implemented"),
+        ("record writer (fp8 / nvfp4; byte-exact gate on the H200 at d72dcca and 6524388; in a step under pdl it "
+         "can release the attention before it waits, writer_release_early: off by default, its safety resting on "
+         "the kernel before the step, and where that holds steps took 0.84-1.00x the time at 2177957)",
+         "implemented"),
     ],
     "relbias": [
         ("forward: prefill / chunked / varlen / paged / fp8, the bias built from its strip per tile (Triton; gated on "
