@@ -55,17 +55,17 @@ def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
         pdl_entry(PDL)
     i = tl.program_id(0)
     if LOADS_FIRST:
-        _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, tl.load(SLOTS + i).to(tl.int64),
-                   NVFP4, ROPE_OFF, True)
+        _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, tl.load(SLOTS + i).to(tl.int64), NVFP4,
+                   ROPE_OFF, True)
     else:
         slot = tl.load(SLOTS + i).to(tl.int64)
         if slot >= 0:
-            _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, slot, NVFP4, ROPE_OFF, False)
+            _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, slot, NVFP4, ROPE_OFF, False)
 
 
 @triton.jit
-def _write_row(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec, i, slot, NVFP4: tl.constexpr,
-               ROPE_OFF: tl.constexpr, MASKED: tl.constexpr):
+def _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, slot, NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr,
+               MASKED: tl.constexpr):
     """Row i's record at slot (MASKED: slot may be -1, and then nothing is stored and no cos / sin is read)."""
     live = slot >= 0  # (MASKED only)
     pos = tl.load(POS + i).to(tl.int64)
