@@ -8,8 +8,8 @@ import math
 import torch
 
 from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT, QK_INT8,
-                     STAGES_OPT,
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
+                     QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
