@@ -414,7 +414,7 @@ WRITER_LOADS_FIRST = Switch("writer_loads_first", "ATTNKIT_MQA_WRITER_LOADS_FIRS
 # mqa_step_parts.py at 41875dd (benchmarks/experiments/mqa-step-parts-h200-41875dd.json): the writer's own work adds
 # nothing to a step (a step whose writer stores nothing takes the same time, within 0.3 us), while the second kernel
 # in the chain adds 1.6-2.3 us to swap-AB (16 heads x 1 token fp8: attention with pdl_early_inputs alone 6.58 us,
-# the step 8.58) and 2.1-4.5 us to head-padded steps. With the option the writer releases at entry, then waits.
+# the step 8.58) and 2.2-4.6 us to head-padded steps. With the option the writer releases at entry, then waits.
 # Sweep mqa-writer-release-early at 2177957 (benchmarks/sweeps/h200-2177957/, 5 rounds, whole steps as the bench's
 # step providers launch them, paired option / rule): faster on all 40 cases, swap-AB 0.900-0.997 (16 heads x 1 token
 # fp8 8.39 -> 7.75 us, 32 heads x 1 token nvfp4 9.77 -> 8.80), head-padded 0.842-0.989 (16 heads x 1 token nvfp4
