@@ -401,7 +401,7 @@ def gluon_half_rule(T: int, n_slots: int, sm_count: int, resident: int) -> bool:
 # compiles to the same SASS as before it existed (nvdisasm). The same bytes (CPU tests; on the H200 at 36edea3
 # tests/test_mqa_writer.py: 9 passed). Sweep mqa-writer-loads-first at 36edea3 (benchmarks/sweeps/h200-36edea3/,
 # 5 rounds, whole steps as the bench's step providers launch them, paired with / without): swap-AB steps 0.986-1.002
-# at 16 heads (9 of 10 below 1), 0.989-1.012 at 32, head-padded 0.996-1.005: within about 1 %. The prediction (one
+# at 16 heads (8 of 10 below 1), 0.989-1.012 at 32, head-padded 0.996-1.005: within about 1 %. The prediction (one
 # round trip, 0.4-0.5 us, off every step) was wrong: the writer's load chain is not what a step waits for (its
 # inputs sit in L2 in a step, and the attention's own chain after its wait sets the step). Off.
 WRITER_LOADS_FIRST = Switch("writer_loads_first", "ATTNKIT_MQA_WRITER_LOADS_FIRST", False,
