@@ -127,7 +127,10 @@ def test_check_timeout_stops_the_shards_and_says_what_did_not_run(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "INCOMPLETE relbias/triton_decode" in r.stdout and "stopped (--timeout 15 s passed)" in r.stderr
     meta, status = _gate_statuses(out)
-    assert meta["complete"] is False and meta["timeout"] == 15 and set(meta["stopped"]) == {"0", "1"}
+    # (a shard that finishes its last case in the second the stop gives for stacks is done, not stopped)
+    assert meta["complete"] is False and meta["timeout"] == 15 and meta["stopped"]
+    assert set(meta["stopped"]) <= {"0", "1"}
+    assert len(meta["stopped"]) + r.stderr.count("finished its cases as it was being stopped") == 2, r.stderr
     assert status == {"relbias/triton_decode": "incomplete"}
     assert all(d == "before its first case" or d.startswith("running relbias/triton_decode relbias-")
                for d in meta["stopped"].values()), meta["stopped"]

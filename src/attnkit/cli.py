@@ -280,6 +280,12 @@ def _check_jobs(args, selected, tier, seed, out, device):
                 asked.add(i)
         if asked:
             time.sleep(STACK_WAIT)
+        for i, (p, log) in list(pending.items()):  # a shard that finished its last case meanwhile is done, not stopped
+            if p.poll() == 0:
+                log.close()
+                del pending[i]
+                print(f"attnkit check: shard {i}/{n} finished its cases as it was being stopped", file=sys.stderr,
+                      flush=True)
         for i, (p, log) in pending.items():
             p.terminate()
         for i, (p, log) in pending.items():
