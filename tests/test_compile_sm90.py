@@ -308,6 +308,16 @@ def test_writer_release_early_releases_before_it_waits():
     assert early["release"] < early["wait"] < early["first_global"], early
 
 
+def test_slow_writer_spins_before_it_touches_memory():
+    """The stress check's slow writer (mqa_write_records' _diag_delay_ns): a loop over global-timer reads that ends
+    before the writer's first global memory instruction, so its stores come at least the delay after its start; the
+    plain writer reads no timer (the check fails there)."""
+    slow, plain = _compiled("[cc.timer_spin_order(x) for x in ('mqa_write nvfp40 slow', 'mqa_write nvfp40')]")
+    assert slow["timer_reads"] >= 2 and slow["loops_back"], slow
+    assert 0 <= slow["first_timer"] < slow["first_global"], slow
+    assert plain["timer_reads"] == 0 and not plain["loops_back"], plain
+
+
 def test_headpad_ids_early_issues_the_first_ids_before_the_first_barrier():
     """headpad_ids_early (mqa_decode's head-padded kernel): both lists' first slot ids load before the first barrier,
     with the query's; without it the first tile's ids wait behind the query's layout barriers (the check fails

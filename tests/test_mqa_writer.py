@@ -74,6 +74,28 @@ def test_writer_rejects_bad_input(device):
             mqa_write_records(lat, args["positions"], cs, args["slots"], cache, "fp8")
 
 
+def test_slow_writer_diagnostic(device):
+    """_diag_delay_ns (the stress check's slow writer): a bad value is refused by name; where the global timer runs
+    (a compiled GPU kernel) the delayed writer stores the same bytes, and in the interpreter it is refused."""
+    lat = _latents(2, 5).to(device)
+    cs = rope_cos_sin(64).to(device)
+    pos = torch.tensor([7, 9], device=device)
+    slots = torch.tensor([2, 5], device=device)
+    a = torch.zeros(1, 16, 528, dtype=torch.uint8, device=device)
+    for bad in (-1, 1.5, 10**8):
+        with pytest.raises(ValueError, match="_diag_delay_ns"):
+            mqa_write_records(lat, pos, cs, slots, a, "fp8", _diag_delay_ns=bad)
+    mqa_write_records(lat, pos, cs, slots, a, "fp8")
+    b = torch.zeros_like(a)
+    from attnkit._runtime import interpreting
+    if device == "cpu" or interpreting():
+        with pytest.raises(ValueError, match="_diag_delay_ns: needs a compiled GPU kernel"):
+            mqa_write_records(lat, pos, cs, slots, b, "fp8", _diag_delay_ns=1000)
+        return
+    mqa_write_records(lat, pos, cs, slots, b, "fp8", _diag_delay_ns=20000)
+    assert torch.equal(a, b) and int(a.ne(0).sum()) > 0
+
+
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
 def test_writer_random_magnitudes_byte_exact(fmt, device):
     cs = rope_cos_sin(4096)

@@ -94,3 +94,22 @@ def test_mqa_step_subject_compares_with_the_plain_step():
         out.view(-1)[5] += 1
         n, ex = check((k, (out, lse)))
         assert n > 0 and ex["latents"] == k
+
+
+def test_mqa_step_slow_writer_shows_a_reader_that_does_not_wait():
+    """The mqa-step check can fail: with a writer that spins 20 us before it writes, the attention that never waits
+    for it reads the window records before they are written and the check sees wrong calls (on most calls; without
+    the spin only now and then); the dispatched attention, which waits, still shows none. Needs a GPU that runs
+    PDL."""
+    import torch
+    from attnkit._runtime import pdl_runs
+    if not (torch.cuda.is_available() and pdl_runs(torch.device("cuda"))):
+        pytest.skip("PDL needs a CUDA sm_90+ GPU (not a pass)")
+    stress = importlib.util.module_from_spec(importlib.util.spec_from_file_location("stress_under_load", _PATH))
+    stress.__spec__.loader.exec_module(stress)
+    wrong = {}
+    for variant in ("swapab-nowait-slow-writer", "swapab-slow-writer"):
+        case, call, check = stress._subject(f"mqa-step:{variant}@mqa_decode-step-h16-t1-fp8")
+        inp = inputs.make_inputs(case, device="cuda", seed=1)
+        wrong[variant] = sum(check(call(inp))[0] > 0 for _ in range(8))
+    assert wrong["swapab-nowait-slow-writer"] >= 6 and wrong["swapab-slow-writer"] == 0, wrong

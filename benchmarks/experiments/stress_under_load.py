@@ -11,7 +11,8 @@ Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S]
     with pdl_early_inputs (the record writer writes each token's newest window record, alternating between two sets
     of latents call by call, then the attention reads it), each call compared byte for byte with the plain launches'
     step (no PDL) for the same latents: an attention that read a record before the writer had written it shows as a
-    wrong call ("swapab-nowait" never waits, which must show wrong calls, so this check can fail).
+    wrong call ("swapab-nowait" never waits, and shows wrong calls only now and then; with a writer that spins
+    before it writes, "swapab-nowait-slow-writer", on nearly every call: so this check can fail).
   Default: DEFAULT_JOBS (the dispatched relbias warp-specialized kernel, without its consumers' turns since the
   fix of its turn barriers, on prefill 8K, on chunks of 128 rows and on a decode-shaped case; the kernel with the
   turns; the kernel without them as it was before the fix (which must show wrong rows, so this check can fail); and
@@ -60,6 +61,14 @@ MQA_STEP_VARIANTS = {
     "headpad-release-early": dict(kernel="headpad", writer_release_early=True),
     # the same without the attention's early inputs (it then reads nothing before its wait)
     "swapab-release-early-late": dict(kernel="swapab", gluon=True, writer_release_early=True, pdl_early_inputs=False),
+    # a slow writer (each program spins 20 us before its loads and stores): the attention that never waits then
+    # reads the window records before they are written on nearly every call, so the check shows it can fail; the
+    # attentions that wait must still show no wrong call
+    "swapab-nowait-slow-writer": dict(kernel="swapab", gluon=True, _pdl_skip_wait=True, _writer_delay_ns=20000),
+    "swapab-slow-writer": dict(kernel="swapab", gluon=True, _writer_delay_ns=20000),
+    "swapab-release-early-slow-writer": dict(kernel="swapab", gluon=True, writer_release_early=True,
+                                             _writer_delay_ns=20000),
+    "headpad-slow-writer": dict(kernel="headpad", _writer_delay_ns=20000),
 }
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:dispatched@relbias-tune-chunk128-b8-8k",
@@ -141,10 +150,11 @@ def _mqa_step_subject(kw):
     def step(inp, lat, pdl):
         slot = st["slot"]
         extra = dict(kw) if pdl else {k: v for k, v in kw.items() if k != "_pdl_skip_wait"}
-        early = extra.pop("writer_release_early", None) if pdl else None
-        extra.pop("writer_release_early", None)
+        early = extra.pop("writer_release_early", None)
+        early = early if pdl else None
+        delay = extra.pop("_writer_delay_ns", 0)
         mqa_write_records(lat, inp["positions"], inp["cos_sin"], slot, inp["swa_cache"], "fp8", validate=False, pdl=pdl,
-                          release_early=early)
+                          release_early=early, _diag_delay_ns=delay)
         early_inputs = extra.pop("pdl_early_inputs", pdl) and pdl
         return mqa_headpad_call(inp, pdl=pdl, pdl_early_inputs=early_inputs, validate=False, **extra)
 

@@ -16,14 +16,16 @@ RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
 
 
 def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
-                      loads_first=None, release_early=None, _perturb=None) -> None:
+                      loads_first=None, release_early=None, _perturb=None, _diag_delay_ns=0) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
     ``slots`` [n] (page * page_size + offset; -1 skips a row) of ``cache`` [num_pages, page_size, stride] uint8.
     ``pdl`` (else ``ATTNKIT_PDL``, else on where it runs: splitk.pdl_rule): launched as a programmatic dependent
     (CUDA sm_90+). ``loads_first`` (else ``ATTNKIT_MQA_WRITER_LOADS_FIRST``, default: config.WRITER_LOADS_FIRST):
     a row's slot, position and latent loaded together, its stores masked by the slot (the same bytes).
     ``release_early`` (else ``ATTNKIT_MQA_WRITER_RELEASE_EARLY``, default off; no effect without pdl): the next
-    kernel released before the writer waits for the kernel before it (mqa_decode_step's writer_release_early)."""
+    kernel released before the writer waits for the kernel before it (mqa_decode_step's writer_release_early).
+    ``_diag_delay_ns`` (diagnostics, compiled GPU kernels only): each program spins that many nanoseconds before its
+    loads and stores (the stress check's slow writer, which an attention that does not wait must read stale)."""
     from .config import WRITER_LOADS_FIRST, WRITER_RELEASE_EARLY
     lf = WRITER_LOADS_FIRST.resolve(loads_first)
     early = WRITER_RELEASE_EARLY.resolve(release_early)
@@ -57,12 +59,19 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
         require(bool(torch.isfinite(latent).all()), "latent", "holds a non-finite value")
         live = slots[slots >= 0]
         require(live.unique().numel() == live.numel(), "slots", "name a slot twice (the write order would decide)")
+    require(isinstance(_diag_delay_ns, int) and 0 <= _diag_delay_ns <= 10**7, "_diag_delay_ns",
+            "must be an int in [0, 10**7]")
+    if _diag_delay_ns:
+        from .._runtime import interpreting
+        require(dev.type == "cuda" and not interpreting(), "_diag_delay_ns",
+                "needs a compiled GPU kernel (the global timer)")
     if n == 0:
         return
     from .kernel_write import mqa_write_kernel
     mqa_write_kernel[(n,)](latent, positions, cos_sin, slots, cache, latent.stride(0), stride,
                            NVFP4=fmt == "nvfp4", ROPE_OFF=_perturb == "rope-not-applied", PDL=use_pdl,
-                           LOADS_FIRST=bool(lf), RELEASE_EARLY=bool(early) and use_pdl, enable_fp_fusion=False,
+                           LOADS_FIRST=bool(lf), RELEASE_EARLY=bool(early) and use_pdl, DIAG_DELAY_NS=_diag_delay_ns,
+                           enable_fp_fusion=False,
                            **pdl_launch(use_pdl))
 
 

@@ -15,6 +15,7 @@ Oracle     attnkit.reference.mqa_decode.mqa_write_ref; tests/test_mqa_writer.py 
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import globaltimer
 
 from .._triton.fp8 import round_e4m3
 from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
@@ -41,19 +42,28 @@ def _e2m1_code(x, s):
 @triton.jit
 def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
                      NVFP4: tl.constexpr, ROPE_OFF: tl.constexpr, PDL: tl.constexpr = False,
-                     LOADS_FIRST: tl.constexpr = False, RELEASE_EARLY: tl.constexpr = False):
+                     LOADS_FIRST: tl.constexpr = False, RELEASE_EARLY: tl.constexpr = False,
+                     DIAG_DELAY_NS: tl.constexpr = 0):
     """One latent row per program. LOADS_FIRST: the slot, the position and the latent loaded together (the row
     always exists), cos / sin as soon as the position arrives, the stores masked by the slot instead of the whole
     row branching on it: two dependent round trips (position, then cos / sin) where there were three (slot, then
     position and latent, then cos / sin). The same bytes. RELEASE_EARLY (with PDL): the next grid released before
     this one waits for the grid before it, not after (the option writer_release_early: a step's attention then
-    launches while the previous kernel still runs; its contract in mqa_decode_step)."""
+    launches while the previous kernel still runs; its contract in mqa_decode_step). DIAG_DELAY_NS (diagnostics,
+    GPU only): every program spins that long on the global timer before its loads and stores, so a reader that does
+    not wait for this grid reads the records it has not yet written (the stress check's slow writer)."""
     if RELEASE_EARLY:
         pdl_release(PDL)
         pdl_wait(PDL)
     else:
         pdl_entry(PDL)
     i = tl.program_id(0)
+    if DIAG_DELAY_NS > 0:
+        t0 = globaltimer()
+        elapsed = globaltimer() - t0
+        while elapsed < DIAG_DELAY_NS:
+            elapsed = globaltimer() - t0
+        i += (elapsed < 0).to(tl.int32)  # 0: the row's loads and stores depend on the spin
     if LOADS_FIRST:
         _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, tl.load(SLOTS + i).to(tl.int64), NVFP4,
                    ROPE_OFF, True)

@@ -304,6 +304,9 @@ def _variants():
     out.append(("mqa_write nvfp40 release_early", mqa_write_kernel,  # the option writer_release_early (with PDL)
                 dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
                 dict(NVFP4=False, ROPE_OFF=False, RELEASE_EARLY=True), dict(enable_fp_fusion=False)))
+    out.append(("mqa_write nvfp40 slow", mqa_write_kernel,  # the stress check's slow writer (diagnostics)
+                dict(LAT="*bf16", POS="*i64", COS_SIN="*fp32", SLOTS="*i64", CACHE="*u8"),
+                dict(NVFP4=False, ROPE_OFF=False, DIAG_DELAY_NS=20000), dict(enable_fp_fusion=False)))
     mqa_ptr = dict(Q="*bf16", POS="*i64", COS_SIN="*fp32", SWA="*u8", COMP="*u8", SWA_IDX="*i32", COMP_IDX="*i32",
                    M_OUT="*fp32", L_OUT="*fp32", ACC_OUT="*fp32")
     for nv in (False, True):
@@ -743,6 +746,25 @@ def wgmma_wait_order(name: str, arch: int = 90) -> dict:
     waits = [(j, int(re.search(r"0x([0-9a-f]+)", b.split("DEPBAR")[1]).group(1), 16))
              for j, b in enumerate(best) if "WARPGROUP.DEPBAR" in b]
     return dict(instructions=len(best), first_ex2=ex2[0], last_ex2=ex2[-1], waits=waits)
+
+
+def timer_spin_order(name: str, arch: int = 90) -> dict:
+    """The variant `name`'s global-timer spin in its sm_90 SASS: how many timer reads (CS2R of SR_GLOBALTIMER),
+    the first one's position, the first global memory instruction's, and whether a branch before that instruction
+    jumps back to a timer read (the spin is a loop that ends before the kernel touches memory)."""
+    lines = [ln for ln in _sass_lines(compile_named(name, arch)[0].asm["cubin"]) if _OPCODE.match(ln)
+             or re.match(r"\s*\.L_x_\d+:", ln)]
+    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"\s*\.L_x_\d+:", ln)}
+    ins = [i for i, ln in enumerate(lines) if _OPCODE.match(ln)]
+    timer = [i for i in ins if "SR_GLOBALTIMER" in lines[i]]
+    first_mem = next((i for i in ins if _OPCODE.match(lines[i]).group(1).startswith(_GLOBAL_MEM)), -1)
+    loops_back = False
+    for i in ins:
+        m = re.search(r"BRA `\((\.L_x_\d+)\)", lines[i])
+        if m and (first_mem < 0 or i < first_mem) and labels.get(m.group(1), i) < i:
+            loops_back = loops_back or any(labels[m.group(1)] < t < i for t in timer)
+    return dict(timer_reads=len(timer), first_timer=timer[0] if timer else -1, first_global=first_mem,
+                loops_back=loops_back)
 
 
 def load_round_trips(name: str, arch: int = 90) -> int:
