@@ -111,5 +111,10 @@ def test_mqa_step_slow_writer_shows_a_reader_that_does_not_wait():
     for variant in ("swapab-nowait-slow-writer", "swapab-slow-writer"):
         case, call, check = stress._subject(f"mqa-step:{variant}@mqa_decode-step-h16-t1-fp8")
         inp = inputs.make_inputs(case, device="cuda", seed=1)
-        wrong[variant] = sum(check(call(inp))[0] > 0 for _ in range(8))
+        n = 0
+        for _ in range(8):  # a GPU busy ahead of each call (about 1 ms), so that the step's two kernels launch back
+            # to back as under load, not each after its host-side launch overhead
+            torch.cuda._sleep(2_000_000)
+            n += check(call(inp))[0] > 0
+        wrong[variant] = n
     assert wrong["swapab-nowait-slow-writer"] >= 6 and wrong["swapab-slow-writer"] == 0, wrong
