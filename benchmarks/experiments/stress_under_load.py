@@ -29,7 +29,8 @@ relbias-ws-stress-h200-c9db574.json. At 9e5c820 (the turns then the default; "ws
 diagnostic argument since removed, the same kernel): benchmarks/experiments/stress-h200-9e5c820.json. At 0e19896 (the
 mqa-step jobs, five processes for 30 s): benchmarks/experiments/stress-h200-0e19896-pdl-early.json. At the commit
 named in its file (the writer_release_early variants beside the plain ones): benchmarks/experiments/
-stress-h200-*-release-early.json.
+stress-h200-*-release-early.json. At 5c40b98 (the slow-writer variants, six processes for 30 s):
+benchmarks/experiments/stress-h200-5c40b98-slow-writer.json.
 """
 
 import argparse
