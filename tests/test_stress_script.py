@@ -118,3 +118,28 @@ def test_mqa_step_slow_writer_shows_a_reader_that_does_not_wait():
             n += check(call(inp))[0] > 0
         wrong[variant] = n
     assert wrong["swapab-nowait-slow-writer"] >= 6 and wrong["swapab-slow-writer"] == 0, wrong
+
+
+def test_mqa_step_writer_release_early_contract():
+    """writer_release_early's contract under the stress check: after a kernel that lets its dependents launch before
+    it writes q (a PDL kernel releasing at entry, then spinning 20 us before it copies q), the step whose writer
+    releases early reads q before it is written (wrong calls); after the same kernel launched plainly, none; the
+    default writer, which waits before it releases the attention, none after either. Needs a GPU that runs PDL."""
+    import torch
+    from attnkit._runtime import pdl_runs
+    if not (torch.cuda.is_available() and pdl_runs(torch.device("cuda"))):
+        pytest.skip("PDL needs a CUDA sm_90+ GPU (not a pass)")
+    stress = importlib.util.module_from_spec(importlib.util.spec_from_file_location("stress_under_load", _PATH))
+    stress.__spec__.loader.exec_module(stress)
+    wrong = {}
+    for variant in ("swapab-release-early-after-pdl-q-writer", "swapab-release-early-after-plain-q-writer",
+                    "swapab-after-pdl-q-writer"):
+        case, call, check = stress._subject(f"mqa-step:{variant}@mqa_decode-step-h16-t1-fp8")
+        inp = inputs.make_inputs(case, device="cuda", seed=1)
+        n = 0
+        for _ in range(8):
+            torch.cuda._sleep(2_000_000)  # the GPU busy ahead: the kernels launch back to back, as under load
+            n += check(call(inp))[0] > 0
+        wrong[variant] = n
+    assert wrong["swapab-release-early-after-pdl-q-writer"] >= 6, wrong
+    assert wrong["swapab-release-early-after-plain-q-writer"] == 0 and wrong["swapab-after-pdl-q-writer"] == 0, wrong

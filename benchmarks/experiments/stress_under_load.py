@@ -12,7 +12,10 @@ Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S]
     of latents call by call, then the attention reads it), each call compared byte for byte with the plain launches'
     step (no PDL) for the same latents: an attention that read a record before the writer had written it shows as a
     wrong call ("swapab-nowait" never waits, and shows wrong calls only now and then; with a writer that spins
-    before it writes, "swapab-nowait-slow-writer", on nearly every call: so this check can fail).
+    before it writes, "swapab-nowait-slow-writer", on nearly every call: so this check can fail). Variants with
+    "_q_writer" launch before the step a kernel that rewrites q (two sets, alternating with the latents) after a
+    20 us spin, under PDL releasing its dependents before it writes (the caller writer_release_early's contract
+    excludes) or plainly: the check of that contract.
   Default: DEFAULT_JOBS (the dispatched relbias warp-specialized kernel, without its consumers' turns since the
   fix of its turn barriers, on prefill 8K, on chunks of 128 rows and on a decode-shaped case; the kernel with the
   turns; the kernel without them as it was before the fix (which must show wrong rows, so this check can fail); and
@@ -38,6 +41,12 @@ import json
 import multiprocessing as mp
 import sys
 import time
+
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import globaltimer
+
+from attnkit._triton.pdl import pdl_entry
 
 RELBIAS_VARIANTS = {
     "dispatched": dict(gluon=True),  # the rule: on long global D 128 sequences the warp-specialized kernel
@@ -70,6 +79,16 @@ MQA_STEP_VARIANTS = {
     "swapab-release-early-slow-writer": dict(kernel="swapab", gluon=True, writer_release_early=True,
                                              _writer_delay_ns=20000),
     "headpad-slow-writer": dict(kernel="headpad", _writer_delay_ns=20000),
+    # the step after a kernel that writes q (two sets, alternating with the latents) and spins 20 us first: under PDL
+    # it lets its dependents launch at entry, before it writes (a caller that breaks writer_release_early's
+    # contract, which must show wrong calls), or it is launched plainly (the contract kept); the default writer, which
+    # waits before it releases the attention, is safe after either
+    "swapab-release-early-after-pdl-q-writer": dict(kernel="swapab", gluon=True, writer_release_early=True,
+                                                    _q_writer="pdl"),
+    "swapab-release-early-after-plain-q-writer": dict(kernel="swapab", gluon=True, writer_release_early=True,
+                                                      _q_writer="plain"),
+    "swapab-after-pdl-q-writer": dict(kernel="swapab", gluon=True, _q_writer="pdl"),
+    "headpad-release-early-after-pdl-q-writer": dict(kernel="headpad", writer_release_early=True, _q_writer="pdl"),
 }
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:dispatched@relbias-tune-chunk128-b8-8k",
@@ -78,6 +97,20 @@ DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:ws-no-turns@relbias-model-decode-b32-64k",
                 "sparse_int8/gluon@sparse_int8-model-decode-r8-c32k",
                 "mqa_decode/gluon_swapab@mqa_decode-step-h16-t16-fp8")
+
+
+@triton.jit
+def _q_writer_kernel(SRC, DST, n, PDL: tl.constexpr, DELAY_NS: tl.constexpr, BLOCK: tl.constexpr):
+    """Copies SRC to DST (n elements) after spinning DELAY_NS on the global timer; with PDL it waits for the grid
+    before it and then lets the next grid launch, before it writes (as every PDL kernel of the library does at
+    entry): a kernel after which an attention that reads q before its wait must not run."""
+    pdl_entry(PDL)
+    t0 = globaltimer()
+    elapsed = globaltimer() - t0
+    while elapsed < DELAY_NS:
+        elapsed = globaltimer() - t0
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(DST + offs, tl.load(SRC + offs, mask=offs < n), mask=offs < n)
 
 
 def _tensors(x):
@@ -148,9 +181,15 @@ def _mqa_step_subject(kw):
     warnings.simplefilter("ignore", RuntimeWarning)  # the no-wait variant says it is wrong by design
     st = dict(n=0, ref=None)
 
-    def step(inp, lat, pdl):
+    def step(inp, lat, pdl, k):
         slot = st["slot"]
-        extra = dict(kw) if pdl else {k: v for k, v in kw.items() if k != "_pdl_skip_wait"}
+        extra = dict(kw) if pdl else {a: v for a, v in kw.items() if a != "_pdl_skip_wait"}
+        q_writer = extra.pop("_q_writer", None)
+        if q_writer:  # q rewritten by the kernel before the step (set k)
+            src, dst = st["q"][k], inp["q"]
+            q_pdl = pdl and q_writer == "pdl"
+            _q_writer_kernel[(triton.cdiv(dst.numel(), 1024),)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=20000,
+                                                                BLOCK=1024, **({"launch_pdl": True} if q_pdl else {}))
         early = extra.pop("writer_release_early", None)
         early = early if pdl else None
         delay = extra.pop("_writer_delay_ns", 0)
@@ -165,10 +204,11 @@ def _mqa_step_subject(kw):
             g = torch.Generator().manual_seed(7)
             st["lat"] = [torch.randn(len(st["slot"]), 512, generator=g).bfloat16().to(inp["q"].device) * s
                          for s in (1, -2)]
-            st["ref"] = [[t.clone() for t in _tensors(step(inp, lat, False))] for lat in st["lat"]]
+            st["q"] = [inp["q"].clone(), (torch.randn(inp["q"].shape, generator=g) * 2).to(inp["q"])]
+            st["ref"] = [[t.clone() for t in _tensors(step(inp, lat, False, k))] for k, lat in enumerate(st["lat"])]
         k = st["n"] % 2
         st["n"] += 1
-        return k, step(inp, st["lat"][k], True)
+        return k, step(inp, st["lat"][k], True, k)
 
     def check(res):
         k, out = res
