@@ -103,14 +103,16 @@ DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
 def _q_writer_kernel(SRC, DST, n, PDL: tl.constexpr, DELAY_NS: tl.constexpr, BLOCK: tl.constexpr):
     """Copies SRC to DST (n elements) after spinning DELAY_NS on the global timer; with PDL it waits for the grid
     before it and then lets the next grid launch, before it writes (as every PDL kernel of the library does at
-    entry): a kernel after which an attention that reads q before its wait must not run."""
+    entry): a kernel after which an attention that reads q before its wait must not run. One program (a grid of
+    many spinning programs would hold the SMs a step's thread-block clusters need, and delay their launch)."""
     pdl_entry(PDL)
     t0 = globaltimer()
     elapsed = globaltimer() - t0
     while elapsed < DELAY_NS:
         elapsed = globaltimer() - t0
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(DST + offs, tl.load(SRC + offs, mask=offs < n), mask=offs < n)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(DST + offs, tl.load(SRC + offs, mask=offs < n), mask=offs < n)
 
 
 def _tensors(x):
@@ -188,8 +190,8 @@ def _mqa_step_subject(kw):
         if q_writer:  # q rewritten by the kernel before the step (set k)
             src, dst = st["q"][k], inp["q"]
             q_pdl = pdl and q_writer == "pdl"
-            _q_writer_kernel[(triton.cdiv(dst.numel(), 1024),)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=20000,
-                                                                BLOCK=1024, **({"launch_pdl": True} if q_pdl else {}))
+            _q_writer_kernel[(1,)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=20000, BLOCK=1024,
+                                   **({"launch_pdl": True} if q_pdl else {}))
         early = extra.pop("writer_release_early", None)
         early = early if pdl else None
         delay = extra.pop("_writer_delay_ns", 0)
