@@ -33,7 +33,8 @@ diagnostic argument since removed, the same kernel): benchmarks/experiments/stre
 mqa-step jobs, five processes for 30 s): benchmarks/experiments/stress-h200-0e19896-pdl-early.json. At the commit
 named in its file (the writer_release_early variants beside the plain ones): benchmarks/experiments/
 stress-h200-*-release-early.json. At 5c40b98 (the slow-writer variants, six processes for 30 s):
-benchmarks/experiments/stress-h200-5c40b98-slow-writer.json.
+benchmarks/experiments/stress-h200-5c40b98-slow-writer.json. At 73b3b4d (the q-writer variants):
+benchmarks/experiments/stress-h200-73b3b4d-release-early-contract.json.
 """
 
 import argparse

@@ -445,7 +445,8 @@ def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, 
     the attention's launch and query prologue overlap that kernel too. Safe only if that kernel does not let its
     dependents launch early (griddepcontrol.launch_dependents) before it has written q, positions, cos_sin,
     swa_idx, comp_idx and the sink: a kernel without PDL, or one of this library's (none writes them). Where that
-    holds, steps took 0.84-1.00x the time (sweep mqa-writer-release-early, config.WRITER_RELEASE_EARLY)."""
+    holds, steps took 0.84-1.00x the time (sweep mqa-writer-release-early, config.WRITER_RELEASE_EARLY); where it
+    does not, most steps read the old inputs (stress-h200-73b3b4d-release-early-contract.json)."""
     from .._runtime import pdl_runs
     require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be a [T, H_pad, 512] tensor")
     if new_positions is None:
