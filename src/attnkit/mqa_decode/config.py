@@ -426,7 +426,7 @@ WRITER_LOADS_FIRST = Switch("writer_loads_first", "ATTNKIT_MQA_WRITER_LOADS_FIRS
 # job (the attention never waiting) showed none either in that run, so it did not show that the check can fail.
 # With a slow writer (stress-h200-5c40b98-slow-writer.json) that job is wrong on 15878 of 16701 calls and the
 # release-early step on none; and the contract itself under load (stress-h200-73b3b4d-release-early-contract.json: a
-# kernel before the step that rewrites q after a 20 us spin): released early under PDL, 92-100 % of the option's
+# kernel before the step that rewrites q after a 20 us spin): released early under PDL, 92.5-99.9 % of the option's
 # calls read the old q; launched plainly, 0; the default writer after the early-releasing kernel, 0.
 # Not safe in every stream (the attention's early reads may then overlap the kernel before the writer: the contract
 # in mqa_decode_step), so off by default: an opt-in for callers whose kernel before the step lets no dependent launch
