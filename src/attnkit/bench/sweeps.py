@@ -1234,6 +1234,27 @@ SWEEPS["mqa-gluon-cluster-exact-2"] = Sweep(
                          gluon_cluster_exact=True))))
 
 
+SWEEPS["mqa-gluon-options-t1"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel's options re-timed one by one against the rule at 16 heads x 1 token "
+    "(the one attention case short of its 2.2x target, over nvfp4 records, and fp8 beside it), since exact "
+    "clusters joined the rule: the prologue at levels 1 and 0 (the rule's 2), the record loads' layout with and "
+    "without the bank-conflict one (gluon_banks; the rule: on over nvfp4), a tile's record loads chunk by chunk "
+    "(gluon_loads_first off), both lists in one loop, the first slot ids not early, nvfp4 decoded through "
+    "fp16, clusters of 16 and exact ones (the rule: exact over nvfp4); attention with its merge",
+    ("mqa_decode-step-h16-t1-nvfp4", "mqa_decode-step-h16-t1-fp8"),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("prologue1", dict(kernel="swapab", gluon=True, gluon_prologue=1)),
+     ("prologue0", dict(kernel="swapab", gluon=True, gluon_prologue=0)),
+     ("nobanks", dict(kernel="swapab", gluon=True, gluon_banks=False)),
+     ("banks", dict(kernel="swapab", gluon=True, gluon_banks=True)),
+     ("loads-apart", dict(kernel="swapab", gluon=True, gluon_loads_first=False)),
+     ("one-loop", dict(kernel="swapab", gluon=True, gluon_one_loop=True)),
+     ("not-early", dict(kernel="swapab", gluon=True, gluon_early=False)),
+     ("e2m1-fp16", dict(kernel="swapab", gluon=True, gluon_e2m1_bits=False)),
+     ("cluster16", dict(kernel="swapab", gluon=True, gluon_cluster_exact=False)),
+     ("exact", dict(kernel="swapab", gluon=True, gluon_cluster_exact=True))))
+
+
 SWEEPS["mqa-writer-loads-first"] = Sweep(
     "mqa_decode", "whole steps with the record writer's row loads together (writer_loads_first: the slot, position "
     "and latent at once, two dependent round trips instead of three) against the rule, both kernels as in the "
