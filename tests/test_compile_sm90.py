@@ -308,6 +308,17 @@ def test_writer_release_early_releases_before_it_waits():
     assert early["release"] < early["wait"] < early["first_global"], early
 
 
+def test_gluon_one_tile_compiles_no_list_loop():
+    """gluon_one_tile (every split one tile of one list, prologue level 2): the mqa_decode Gluon kernel as the
+    cluster merge compiles it at one tile per split has no loop issuing warpgroup MMAs and less than 60 % of the
+    instructions; the kernel without the option has its two list loops (the check fails there)."""
+    base = "mqa_swapab_gluon H16 nvfp42 warps8 fused0 async0 early banks loads_first prologue2 cluster16"
+    got = _compiled(f"[(len(cc._mma_loops(x)), len(cc._sass_opcodes(cc.compile_named(x)[0].asm['cubin']))) "
+                    f"for x in ({base!r}, {base + ' one_tile'!r})]")
+    (loops, n), (loops1, n1) = got
+    assert loops == 2 and loops1 == 0 and n1 < 0.6 * n, got
+
+
 def test_slow_writer_spins_before_it_touches_memory():
     """The stress check's slow writer (mqa_write_records' _diag_delay_ns): a loop over global-timer reads that ends
     before the writer's first global memory instruction, so its stores come at least the delay after its start; the

@@ -991,6 +991,37 @@ def test_gluon_one_loop_gives_the_same_bits(case, opts):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("opts", [dict(), dict(gluon_cluster=False), dict(gluon_cluster_exact=False)])
+@pytest.mark.parametrize("case", ["mqa_decode-step-h16-t1-nvfp4", "mqa_decode-step-h16-t1-fp8",
+                                  "mqa_decode-step-h32-t2-nvfp4", "mqa_decode-step-h32-t4-fp8",
+                                  "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-small-t1-h16-fp8"])
+def test_gluon_one_tile_gives_the_same_bits(case, opts):
+    """gluon_one_tile compiles out the list loops where every split is one tile of one list: the same bits as the
+    kernel with them, in the cluster merge and with the merge launched apart, its key named where it applies and
+    absent where a window list that is not a multiple of 64 puts two lists' tiles in one split (the option then
+    changes nothing); at these cases the split rule gives 64 slots a split."""
+    _gluon_or_skip()
+    from attnkit.mqa_decode.interface import LAUNCHED_KEYS
+    inp = make_inputs(shapes.get(case), "cuda", 29)
+    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_tile=False, **opts)
+    n0 = len(LAUNCHED_KEYS)
+    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_one_tile=True, **opts)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    applies = inp["swa_idx"].shape[1] % 64 == 0  # (the small case's 16-slot window: its one split spans both lists)
+    assert any("_onetile" in k[0] for k in LAUNCHED_KEYS[n0:]) == applies, (case, LAUNCHED_KEYS[n0:])
+
+
+def test_gluon_one_tile_option_grammar(monkeypatch):
+    from attnkit.mqa_decode.config import GLUON_ONE_TILE
+    assert GLUON_ONE_TILE.resolve(None) is False and GLUON_ONE_TILE.resolve(True) is True
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_TILE", "1")
+    assert GLUON_ONE_TILE.resolve(None) is True and GLUON_ONE_TILE.resolve(False) is False
+    monkeypatch.setenv("ATTNKIT_MQA_GLUON_ONE_TILE", "true")
+    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_ONE_TILE"):
+        GLUON_ONE_TILE.resolve(None)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("case", ["mqa_decode-small-t1-h16-fp8", "mqa_decode-small-t2-h32-nvfp4",
                                   "mqa_decode-model-t5-h32-nvfp4-partial", "mqa_decode-step-h16-t4-fp8"])

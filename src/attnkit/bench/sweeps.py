@@ -1255,6 +1255,18 @@ SWEEPS["mqa-gluon-options-t1"] = Sweep(
      ("exact", dict(kernel="swapab", gluon=True, gluon_cluster_exact=True))))
 
 
+SWEEPS["mqa-gluon-one-tile"] = Sweep(
+    "mqa_decode", "the Gluon swap-AB kernel compiled without its list loops where every split is one tile of one "
+    "list (gluon_one_tile: half the instructions, 177 / 135 registers where 226 / 226) against the rule, 16 / 32 "
+    "heads x 1-8 tokens x fp8 / nvfp4 (one 64-slot tile a split at the default lists), attention with its merge and "
+    "whole steps",
+    _mqa_steps((16, 32), (1, 2, 4, 8)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("one-tile", dict(kernel="swapab", gluon=True, gluon_one_tile=True)),
+     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
+     ("step-one-tile", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_one_tile=True))))
+
+
 SWEEPS["mqa-writer-loads-first"] = Sweep(
     "mqa_decode", "whole steps with the record writer's row loads together (writer_loads_first: the slot, position "
     "and latent at once, two dependent round trips instead of three) against the rule, both kernels as in the "

@@ -347,6 +347,13 @@ GLUON_EARLY = Switch("gluon_early", "ATTNKIT_MQA_GLUON_EARLY", None,
 GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
                          "Gluon swap-AB kernel, nvfp4 records: each e2m1 code's bits placed as a bf16 and multiplied "
                          "by its block's scale in two bf16x2 products, instead of through an fp16 and an fp32 product")
+# One tile per split compiled as such (gluon_one_tile): where every split is one tile of one list (the split rule's
+# 64 slots per split, the window list a multiple of 64 long) and the split's tile is the prologue's first (level 2),
+# the list loops after it would run no tile; the option compiles them out (sm_90 SASS at 16 heads x 10 splits, the
+# cluster merge: 5920 -> 2928 instructions over nvfp4, 5656 -> 2776 over fp8; registers 226 -> 177 / 135).
+GLUON_ONE_TILE = Switch("gluon_one_tile", "ATTNKIT_MQA_GLUON_ONE_TILE", False,
+                        "Gluon swap-AB kernel: where every split is one tile of one list (prologue level 2), the "
+                        "list loops after the split's first tile are not compiled")
 # Half tiles (gluon_half): each program gathers and decodes 32 slots into the first 32 rows of its 64-row MMA tile (the
 # other rows zero, their scores masked), so a step has twice the programs, each with about 30 % fewer instructions
 # per tile (benchmarks/experiments/sass-census-sm90-mqa-half-aab7888.json, 8 warps, the early list loops, 16 heads:

@@ -78,7 +78,8 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
 LAUNCHED_KEYS: list = []  # compile keys of the attention and merge launches, appended in launch order (for tests)
 
 
-def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False, early: bool = False) -> tuple:
+def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False, early: bool = False,
+         one_tile: bool = False) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
@@ -89,6 +90,7 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
            + (f"_cluster{plan.cluster_ctas}s{plan.num_splits}" if getattr(plan, "cluster", 0) else ""))
           if getattr(plan, "gluon", False) else "")
     gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
+    gl += "_onetile" if one_tile else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt) + (
@@ -140,8 +142,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          swapab_per_format=None, gluon=None, gluon_prefetch=None, gluon_warps=None, gluon_fused=None,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
-                         gluon_cluster=None, gluon_wide=None, gluon_cluster_exact=None, merge_dc=None,
-                         merge_warps=None,
+                         gluon_cluster=None, gluon_wide=None, gluon_cluster_exact=None, gluon_one_tile=None,
+                         merge_dc=None, merge_warps=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
@@ -194,6 +196,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_cluster_exact (else ``ATTNKIT_MQA_GLUON_CLUSTER_EXACT``): with the cluster merge, 9 to 15 splits a token
     run as a non-portable cluster of one CTA per split (8 of them merging) instead of one of 16; default: the rule
     (16 heads over nvfp4 records, ``config.GLUON_CLUSTER_EXACT_BY``).
+    gluon_one_tile (else ``ATTNKIT_MQA_GLUON_ONE_TILE``, default off): where every split is one tile of one list
+    (64 slots per split, the window list a multiple of 64 long, prologue level 2), the kernel is compiled without
+    the list loops that would run no tile (the same bits); elsewhere it changes nothing.
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -270,8 +275,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_PREFETCH, MERGE_DC, MERGE_EARLY,
-                         MERGE_WARPS, PDL_EARLY_INPUTS,
+    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_ONE_TILE, GLUON_PREFETCH, MERGE_DC,
+                         MERGE_EARLY, MERGE_WARPS, PDL_EARLY_INPUTS,
                          SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
                          headpad_plan, merge_dc_rule, merge_warps as merge_warps_rule, swapab_plan,
@@ -283,6 +288,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     mw_opt = MERGE_WARPS.resolve(merge_warps)
     require(mw_opt in (None, 1, 2, 4, 8, 16), "merge_warps", f"must be 1, 2, 4, 8 or 16, got {mw_opt}")
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
+    one_tile_opt = GLUON_ONE_TILE.resolve(gluon_one_tile)  # a bad value raises here, on every path
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
             "interpreter)")
@@ -367,7 +373,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                       "are wrong by design", RuntimeWarning, stacklevel=2)
     require(not (pdl_early and gluon_path and plan.gluon_async), "pdl_early_inputs",
             "waits before the list loops; gluon_async copies the first records before the query")
-    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early))
+    one_tile = (gluon_path and one_tile_opt and plan.prologue == 2
+                and plan.slots_per_split == plan.block_n == plan.live and W % plan.block_n == 0)
+    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early, one_tile))
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         kw = dict(H=H, BLOCK_N=plan.block_n, NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
@@ -375,7 +383,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                   ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, ASYNC=plan.gluon_async, PDL=use_pdl,
                   EARLY=plan.gluon_early, LIVE=plan.live, PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks,
                   ONE_LOOP=plan.one_loop, LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
-                  num_warps=plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
+                  **({"ONE_TILE": True} if one_tile else {}), num_warps=plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
         if clustered:
             _cluster_launch(mqa_swapab_gluon_kernel, T, plan.cluster_ctas,
                             (*args, *strides, count, sink, out, lse, o32),
@@ -498,7 +506,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
                       headpad_ids_early=None,
                       gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None,
-                      gluon_wide=None, gluon_cluster_exact=None) -> set:
+                      gluon_wide=None, gluon_cluster_exact=None, gluon_one_tile=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -524,6 +532,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                              gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster, gluon_wide=gluon_wide,
-                             gluon_cluster_exact=gluon_cluster_exact)
+                             gluon_cluster_exact=gluon_cluster_exact, gluon_one_tile=gluon_one_tile)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

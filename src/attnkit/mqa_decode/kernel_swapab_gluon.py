@@ -659,7 +659,7 @@ def mqa_swapab_gluon_kernel(
     ASYNC: gl.constexpr = False, PDL: gl.constexpr = False, EARLY: gl.constexpr = False, LIVE: gl.constexpr = 64,
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
     LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0,
-    NSPLIT: gl.constexpr = 1, CLUSTER_DIAG: gl.constexpr = 0, CTAS: gl.constexpr = 0,
+    NSPLIT: gl.constexpr = 1, CLUSTER_DIAG: gl.constexpr = 0, CTAS: gl.constexpr = 0, ONE_TILE: gl.constexpr = False,
 ):
     # CLUSTER_DIAG (diagnostics variants, wrong by design): 1, the cluster launch without its barrier and merge; 2,
     # the barrier without the merge
@@ -828,12 +828,17 @@ def mqa_swapab_gluon_kernel(
                                                           q1, q2, x, partner, c, sn, BLOCK_N, NVFP4, PERTURB, L3c,
                                                           s_l, o_l, q_ld)
                 c_start = c0 + BLOCK_N
-        m_i, l_i, acc = _list_loop(SWA, swa_row, w_start, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
-                                   sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
-                                   LIVE, LOADS_FIRST)
-        m_i, l_i, acc = _list_loop(COMP, comp_row, c_start, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i, l_i,
-                                   acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c, ok_c,
-                                   LIVE, LOADS_FIRST)
+        # ONE_TILE (PROLOGUE 2; the launcher's promise: every split is one tile of one list, slots_per_split ==
+        # BLOCK_N and W a multiple of it): the first tile was the split's only one, so the list loops, which would
+        # run no tile, are not compiled
+        gl.static_assert((not ONE_TILE) or (PROLOGUE == 2), "ONE_TILE: the split's tile is PROLOGUE 2's first tile")
+        if not ONE_TILE:
+            m_i, l_i, acc = _list_loop(SWA, swa_row, w_start, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i,
+                                       acc, sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, slot_w, ok_w,
+                                       LIVE, LOADS_FIRST)
+            m_i, l_i, acc = _list_loop(COMP, comp_row, c_start, c1, first_c, stride_comp, kv_smem, q_t, p_smem, m_i,
+                                       l_i, acc, sm_scale, BLOCK_N, NVFP4, PERTURB, PREFETCH, L3c, s_l, o_l, slot_c,
+                                       ok_c, LIVE, LOADS_FIRST)
     else:
         m_i, l_i, acc = _list_loop(SWA, swa_row, n0, w1, n0, stride_swa, kv_smem, q_t, p_smem, m_i, l_i, acc,
                                    sm_scale, BLOCK_N, False, PERTURB, PREFETCH, L3w, s_l, o_l, None, None,

@@ -412,6 +412,14 @@ def _variants():
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
                          PROLOGUE=2, CLUSTER=4, NSPLIT=10),
                     dict(num_warps=8)))
+        # and the same with the list loops compiled out (gluon_one_tile: every split one tile of one list)
+        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
+                    + " loads_first prologue2 cluster16 one_tile", mqa_swapab_gluon_kernel,
+                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
+                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
+                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
+                         PROLOGUE=2, CLUSTER=4, NSPLIT=10, ONE_TILE=True),
+                    dict(num_warps=8)))
         # and at 16 tokens: 5 splits of two tiles, a cluster of 5 CTAs, the first 4 merging 128 dims each
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
                     + " loads_first prologue1 cluster5", mqa_swapab_gluon_kernel,
