@@ -351,6 +351,11 @@ GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
 # 64 slots per split, the window list a multiple of 64 long) and the split's tile is the prologue's first (level 2),
 # the list loops after it would run no tile; the option compiles them out (sm_90 SASS at 16 heads x 10 splits, the
 # cluster merge: 5920 -> 2928 instructions over nvfp4, 5656 -> 2776 over fp8; registers 226 -> 177 / 135).
+# Prediction: a shorter instruction stream (a one-token program's code is fetched cold) 0-4 % faster at 1-2 tokens.
+# Sweep mqa-gluon-one-tile at 99987ed (benchmarks/sweeps/h200-99987ed/, 5 rounds, paired rule / option): attention
+# at 8 tokens 1.061 / 1.066 fp8 / nvfp4 at 16 heads (10.2 -> 9.6 us), 1.017 / 1.015 at 32; 32 heads x 1-4 tokens
+# 1.006-1.035; 16 heads x 1-4 tokens nvfp4 0.992-1.004 (the 2.2x case, 1 token: 1.004), fp8 0.963-0.971 (slower);
+# whole steps 0.992-1.005 on all 16 cases. No step faster and the one case short of its target unchanged: off.
 GLUON_ONE_TILE = Switch("gluon_one_tile", "ATTNKIT_MQA_GLUON_ONE_TILE", False,
                         "Gluon swap-AB kernel: where every split is one tile of one list (prologue level 2), the "
                         "list loops after the split's first tile are not compiled")
