@@ -383,7 +383,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                   ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, ASYNC=plan.gluon_async, PDL=use_pdl,
                   EARLY=plan.gluon_early, LIVE=plan.live, PDL_EARLY=pdl_early_mode, BANKS=plan.gluon_banks,
                   ONE_LOOP=plan.one_loop, LOADS_FIRST=plan.loads_first, PROLOGUE=plan.prologue,
-                  **({"ONE_TILE": True} if one_tile else {}), num_warps=plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
+                  **({"ONE_TILE": True} if one_tile else {}), num_warps=plan.num_warps,
+                  **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
         if clustered:
             _cluster_launch(mqa_swapab_gluon_kernel, T, plan.cluster_ctas,
                             (*args, *strides, count, sink, out, lse, o32),
