@@ -188,10 +188,11 @@ def _mqa_step_subject(kw):
         slot = st["slot"]
         extra = dict(kw) if pdl else {a: v for a, v in kw.items() if a != "_pdl_skip_wait"}
         q_writer = extra.pop("_q_writer", None)
+        q_delay = extra.pop("_q_delay_ns", 20000)
         if q_writer:  # q rewritten by the kernel before the step (set k)
             src, dst = st["q"][k], inp["q"]
             q_pdl = pdl and q_writer == "pdl"
-            _q_writer_kernel[(1,)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=20000, BLOCK=1024,
+            _q_writer_kernel[(1,)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=q_delay, BLOCK=1024,
                                    **({"launch_pdl": True} if q_pdl else {}))
         early = extra.pop("writer_release_early", None)
         early = early if pdl else None
