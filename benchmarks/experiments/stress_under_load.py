@@ -43,6 +43,7 @@ import multiprocessing as mp
 import sys
 import time
 
+import torch  # noqa: F401  (before triton: libtorch's libraries load first, as when attnkit is imported)
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import globaltimer
