@@ -43,13 +43,6 @@ import multiprocessing as mp
 import sys
 import time
 
-import torch  # noqa: F401  (before triton: libtorch's libraries load first, as when attnkit is imported)
-import triton
-import triton.language as tl
-from triton.language.extra.cuda import globaltimer
-
-from attnkit._triton.pdl import pdl_entry
-
 RELBIAS_VARIANTS = {
     "dispatched": dict(gluon=True),  # the rule: on long global D 128 sequences the warp-specialized kernel
     "ws": dict(gluon=True, gluon_ws=True),  # the warp-specialized kernel with its defaults (no turns, key release)
@@ -99,22 +92,6 @@ DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:ws-no-turns@relbias-model-decode-b32-64k",
                 "sparse_int8/gluon@sparse_int8-model-decode-r8-c32k",
                 "mqa_decode/gluon_swapab@mqa_decode-step-h16-t16-fp8")
-
-
-@triton.jit
-def _q_writer_kernel(SRC, DST, n, PDL: tl.constexpr, DELAY_NS: tl.constexpr, BLOCK: tl.constexpr):
-    """Copies SRC to DST (n elements) after spinning DELAY_NS on the global timer; with PDL it waits for the grid
-    before it and then lets the next grid launch, before it writes (as every PDL kernel of the library does at
-    entry): a kernel after which an attention that reads q before its wait must not run. One program (a grid of
-    many spinning programs would hold the SMs a step's thread-block clusters need, and delay their launch)."""
-    pdl_entry(PDL)
-    t0 = globaltimer()
-    elapsed = globaltimer() - t0
-    while elapsed < DELAY_NS:
-        elapsed = globaltimer() - t0
-    for start in range(0, n, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        tl.store(DST + offs, tl.load(SRC + offs, mask=offs < n), mask=offs < n)
 
 
 def _tensors(x):
@@ -191,10 +168,11 @@ def _mqa_step_subject(kw):
         q_writer = extra.pop("_q_writer", None)
         q_delay = extra.pop("_q_delay_ns", 20000)
         if q_writer:  # q rewritten by the kernel before the step (set k)
+            from attnkit.testing.pdl_probe import q_writer_kernel
             src, dst = st["q"][k], inp["q"]
             q_pdl = pdl and q_writer == "pdl"
-            _q_writer_kernel[(1,)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=q_delay, BLOCK=1024,
-                                   **({"launch_pdl": True} if q_pdl else {}))
+            q_writer_kernel[(1,)](src, dst, dst.numel(), PDL=q_pdl, DELAY_NS=q_delay, BLOCK=1024,
+                                  **({"launch_pdl": True} if q_pdl else {}))
         early = extra.pop("writer_release_early", None)
         early = early if pdl else None
         delay = extra.pop("_writer_delay_ns", 0)
