@@ -96,29 +96,41 @@ def test_mqa_step_subject_compares_with_the_plain_step():
         assert n > 0 and ex["latents"] == k
 
 
-def test_mqa_step_slow_writer_shows_a_reader_that_does_not_wait():
-    """The mqa-step check can fail: with a writer that spins (200 us) before it writes, the attention that never waits
-    for it reads the window records before they are written and the check sees wrong calls (on most calls; without
-    the spin only now and then); the dispatched attention, which waits, still shows none. Needs a GPU that runs
-    PDL."""
+def _stress_on_a_pdl_gpu():
+    """The stress script as a module, or a skip where PDL does not run (no CUDA sm_90+ GPU)."""
     import torch
     from attnkit._runtime import pdl_runs
     if not (torch.cuda.is_available() and pdl_runs(torch.device("cuda"))):
         pytest.skip("PDL needs a CUDA sm_90+ GPU (not a pass)")
     stress = importlib.util.module_from_spec(importlib.util.spec_from_file_location("stress_under_load", _PATH))
     stress.__spec__.loader.exec_module(stress)
-    wrong = {}
-    for variant in ("swapab-nowait-slow-writer", "swapab-slow-writer"):
-        # a 200 us spin (the stress jobs' 20 us was missed on 3 of 8 calls with the whole suite running beside it)
-        stress.MQA_STEP_VARIANTS[variant + "-200"] = dict(stress.MQA_STEP_VARIANTS[variant], _writer_delay_ns=200000)
-        case, call, check = stress._subject(f"mqa-step:{variant}-200@mqa_decode-step-h16-t1-fp8")
-        inp = inputs.make_inputs(case, device="cuda", seed=1)
-        n = 0
-        for _ in range(8):  # a GPU busy ahead of each call (several ms), so that the step's two kernels launch back
-            # to back as under load, not each after its host-side launch overhead
-            torch.cuda._sleep(10_000_000)
-            n += check(call(inp))[0] > 0
-        wrong[variant] = n
+    return stress
+
+
+def _wrong_calls(stress, variant, calls=8, **extra):
+    """How many of `calls` steps of the mqa-step job `variant` (with `extra` keys) at 16 heads x 1 token fp8 the
+    check finds wrong, the GPU kept busy several ms ahead of each call so that the step's kernels launch back to back
+    as under load, not each after its host-side launch overhead."""
+    import torch
+    stress.MQA_STEP_VARIANTS[variant + "-x"] = dict(stress.MQA_STEP_VARIANTS[variant], **extra)
+    case, call, check = stress._subject(f"mqa-step:{variant}-x@mqa_decode-step-h16-t1-fp8")
+    inp = inputs.make_inputs(case, device="cuda", seed=1)
+    n = 0
+    for _ in range(calls):
+        torch.cuda._sleep(10_000_000)
+        n += check(call(inp))[0] > 0
+    return n
+
+
+def test_mqa_step_slow_writer_shows_a_reader_that_does_not_wait():
+    """The mqa-step check can fail: with a writer that spins (200 us) before it writes, the attention that never waits
+    for it reads the window records before they are written and the check sees wrong calls (on most calls; without
+    the spin only now and then); the dispatched attention, which waits, still shows none. Needs a GPU that runs
+    PDL."""
+    stress = _stress_on_a_pdl_gpu()
+    # a 200 us spin (the stress jobs' 20 us was missed on 3 of 8 calls with the whole suite running beside it)
+    wrong = {v: _wrong_calls(stress, v, _writer_delay_ns=200000)
+             for v in ("swapab-nowait-slow-writer", "swapab-slow-writer")}
     assert wrong["swapab-nowait-slow-writer"] >= 6 and wrong["swapab-slow-writer"] == 0, wrong
 
 
@@ -128,22 +140,9 @@ def test_mqa_step_writer_release_early_contract():
     writer releases early reads q before it is written (wrong calls); after the same kernel launched plainly, none;
     the default writer, which waits before it releases the attention, none after either. Needs a GPU that runs
     PDL."""
-    import torch
-    from attnkit._runtime import pdl_runs
-    if not (torch.cuda.is_available() and pdl_runs(torch.device("cuda"))):
-        pytest.skip("PDL needs a CUDA sm_90+ GPU (not a pass)")
-    stress = importlib.util.module_from_spec(importlib.util.spec_from_file_location("stress_under_load", _PATH))
-    stress.__spec__.loader.exec_module(stress)
-    wrong = {}
-    for variant in ("swapab-release-early-after-pdl-q-writer", "swapab-release-early-after-plain-q-writer",
-                    "swapab-after-pdl-q-writer"):
-        stress.MQA_STEP_VARIANTS[variant + "-200"] = dict(stress.MQA_STEP_VARIANTS[variant], _q_delay_ns=200000)
-        case, call, check = stress._subject(f"mqa-step:{variant}-200@mqa_decode-step-h16-t1-fp8")
-        inp = inputs.make_inputs(case, device="cuda", seed=1)
-        n = 0
-        for _ in range(8):
-            torch.cuda._sleep(10_000_000)  # the GPU busy ahead: the kernels launch back to back, as under load
-            n += check(call(inp))[0] > 0
-        wrong[variant] = n
+    stress = _stress_on_a_pdl_gpu()
+    wrong = {v: _wrong_calls(stress, v, _q_delay_ns=200000)
+             for v in ("swapab-release-early-after-pdl-q-writer", "swapab-release-early-after-plain-q-writer",
+                       "swapab-after-pdl-q-writer")}
     assert wrong["swapab-release-early-after-pdl-q-writer"] >= 6, wrong
     assert wrong["swapab-release-early-after-plain-q-writer"] == 0 and wrong["swapab-after-pdl-q-writer"] == 0, wrong

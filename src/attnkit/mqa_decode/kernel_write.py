@@ -15,12 +15,12 @@ Oracle     attnkit.reference.mqa_decode.mqa_write_ref; tests/test_mqa_writer.py 
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import globaltimer
 
 from .._triton.fp8 import round_e4m3
 from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 from .._triton.pow2 import frexp_exp, ldexp
 from .._triton.rounding import bf16_to_f32
+from .._triton.timer import spin_ns
 
 
 @triton.jit
@@ -59,11 +59,7 @@ def mqa_write_kernel(LAT, POS, COS_SIN, SLOTS, CACHE, stride_lat, stride_rec,
         pdl_entry(PDL)
     i = tl.program_id(0)
     if DIAG_DELAY_NS > 0:
-        t0 = globaltimer()
-        elapsed = globaltimer() - t0
-        while elapsed < DIAG_DELAY_NS:
-            elapsed = globaltimer() - t0
-        i += (elapsed < 0).to(tl.int32)  # 0: the row's loads and stores depend on the spin
+        i += (spin_ns(DIAG_DELAY_NS) < 0).to(tl.int32)  # 0: the row's loads and stores depend on the spin
     if LOADS_FIRST:
         _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, tl.load(SLOTS + i).to(tl.int64), NVFP4,
                    ROPE_OFF, True)

@@ -4,9 +4,9 @@ before its wait shows wrong results. GPU only (the global timer); imported only 
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import globaltimer
 
 from .._triton.pdl import pdl_entry
+from .._triton.timer import spin_ns
 
 
 @triton.jit
@@ -16,10 +16,7 @@ def q_writer_kernel(SRC, DST, n, PDL: tl.constexpr, DELAY_NS: tl.constexpr, BLOC
     entry): a kernel after which an attention that reads q before its wait must not run. One program (a grid of
     many spinning programs would hold the SMs a step's thread-block clusters need, and delay their launch)."""
     pdl_entry(PDL)
-    t0 = globaltimer()
-    elapsed = globaltimer() - t0
-    while elapsed < DELAY_NS:
-        elapsed = globaltimer() - t0
+    spin_ns(DELAY_NS)
     for start in range(0, n, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         tl.store(DST + offs, tl.load(SRC + offs, mask=offs < n), mask=offs < n)
