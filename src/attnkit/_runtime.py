@@ -27,6 +27,17 @@ def require(cond: bool, name: str, msg: str) -> None:
         raise ValueError(f"{name}: {msg}")
 
 
+def to_host(*ts: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors `ts` on the host, copied with one synchronization for all of them (a call's value checks: one
+    wait for the GPU instead of one per ``.item()`` / ``.cpu()``). CPU tensors come back as they are."""
+    dev = next((t.device for t in ts if t.is_cuda), None)
+    if dev is None:
+        return list(ts)
+    out = [t.to("cpu", non_blocking=True) if t.is_cuda else t for t in ts]  # into pinned memory, in stream order
+    torch.cuda.current_stream(dev).synchronize()
+    return out
+
+
 def _cuda_capability(device) -> tuple[int, int] | None:
     """The compute capability of `device` when kernels compile for it (a CUDA device, not Triton's interpreter),
     else None."""

@@ -8,7 +8,7 @@ import numbers
 
 import torch
 
-from .._runtime import check_device, pdl_launch, require, resolve_pdl
+from .._runtime import check_device, pdl_launch, require, resolve_pdl, to_host
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
@@ -50,14 +50,15 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     require(isinstance(cos_sin, torch.Tensor) and cos_sin.dim() == 2 and cos_sin.shape[1] == MQA_ROPE_DIM
             and cos_sin.dtype == torch.float32 and cos_sin.is_contiguous() and cos_sin.device == dev, "cos_sin",
             f"must be a contiguous float32 [max_pos, {MQA_ROPE_DIM}] on {dev}")
-    if validate and n:
+    if validate and n:  # one wait for the GPU: the slots and positions ([n]) copied, the latents reduced there
         slots_total = cache.shape[0] * cache.shape[1]
-        lo, hi = int(slots.min()), int(slots.max())
+        sl, pos, fin = to_host(slots, positions, torch.isfinite(latent).all())
+        lo, hi = int(sl.min()), int(sl.max())
         require(lo >= -1 and hi < slots_total, "slots", f"must lie in [-1, {slots_total}), found [{lo}, {hi}]")
-        plo, phi = int(positions.min()), int(positions.max())
+        plo, phi = int(pos.min()), int(pos.max())
         require(plo >= 0 and phi < cos_sin.shape[0], "positions", f"must lie in [0, {cos_sin.shape[0]})")
-        require(bool(torch.isfinite(latent).all()), "latent", "holds a non-finite value")
-        live = slots[slots >= 0]
+        require(bool(fin), "latent", "holds a non-finite value")
+        live = sl[sl >= 0]
         require(live.unique().numel() == live.numel(), "slots", "name a slot twice (the write order would decide)")
     require(isinstance(_diag_delay_ns, int) and 0 <= _diag_delay_ns <= 10**7, "_diag_delay_ns",
             "must be an int in [0, 10**7]")
@@ -264,15 +265,18 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(isinstance(sink, torch.Tensor) and sink.shape == (H,) and sink.dtype == torch.float32 and sink.device == dev
             and sink.is_contiguous(), "sink", f"must be a contiguous float32 [{H}] tensor on {dev}")
     require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
-    if validate and T:
-        for n, ix, c in (("swa_idx", swa_idx, swa_cache), ("comp_idx", comp_idx, comp_cache)):
-            if ix.numel():
-                lo, hi = int(ix.min()), int(ix.max())
-                require(lo >= -1 and hi < c.shape[0] * c.shape[1], n, f"must lie in [-1, {c.shape[0] * c.shape[1]})")
-        require(int(positions.min()) >= 0 and int(positions.max()) < cos_sin.shape[0], "positions",
+    if validate and T:  # one wait for the GPU: reductions of the slot lists and q on the device, the small rest copied
+        spans = [torch.stack(torch.aminmax(ix)) if ix.numel() else ix.new_full((2,), -1) for ix in (swa_idx, comp_idx)]
+        flags = torch.cat(spans + [torch.isfinite(q).all().to(torch.int32).view(1)])
+        flags, pos, snk = to_host(flags, positions, sink)
+        flags = flags.tolist()
+        for i, (n, c) in enumerate((("swa_idx", swa_cache), ("comp_idx", comp_cache))):
+            lo, hi = flags[2 * i: 2 * i + 2]
+            require(lo >= -1 and hi < c.shape[0] * c.shape[1], n, f"must lie in [-1, {c.shape[0] * c.shape[1]})")
+        require(int(pos.min()) >= 0 and int(pos.max()) < cos_sin.shape[0], "positions",
                 f"must lie in [0, {cos_sin.shape[0]})")
-        require(bool(torch.isfinite(q).all()), "q", "holds a non-finite value")
-        require(not bool(torch.isnan(sink).any()), "sink", "holds a NaN")
+        require(bool(flags[4]), "q", "holds a non-finite value")
+        require(not bool(torch.isnan(snk).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
     from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_ONE_TILE, GLUON_PREFETCH, MERGE_DC,

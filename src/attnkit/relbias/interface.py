@@ -9,7 +9,7 @@ import numbers
 import torch
 import triton
 
-from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch, require, resolve_pdl
+from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch, require, resolve_pdl, to_host
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
@@ -109,38 +109,49 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
         if val is not None:
             require(isinstance(val, numbers.Integral) and not isinstance(val, bool) and val >= 0, name,
                     f"must be an int >= 0 (a host value), got {val!r}")
-    if validate:  # host checks (a sync each): skip them under CUDA-graph capture with validate=False
-        cq = cu_seqlens_q.cpu()
+    longest_q = longest_k = None  # the batch's longest sequences, where the checks below read them
+    if validate:  # host checks, one wait for the GPU (skip them under CUDA-graph capture with validate=False): the
+        # sequence offsets and the block table copied, the table and scales reduced on the device
+        finite = [torch.isfinite(table).all()] + [torch.isfinite(s).all() for s in ((k_scale, v_scale) if fp8 else ())]
+        cq, *rest, finite = to_host(cu_seqlens_q, *((seqused_k, block_table) if paged else (cu_seqlens_k,)),
+                                    torch.stack(finite))
         require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
                 f"must start at 0, be non-decreasing and end at total_q={total_q}")
         if paged:
-            su = seqused_k.cpu()
+            su, bt = rest
             require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
-            nb = -(-su // kk.shape[1])
+            nb = -(-su.long() // kk.shape[1])
             require(int(nb.max()) <= block_table.shape[1] if B else True, "block_table",
                     "has fewer columns than seqused_k needs")
-            bt = block_table.cpu()
-            for b in range(B):
-                used = bt[b, : int(nb[b])]
-                require(bool(((used >= 0) & (used < kk.shape[0])).all()), "block_table",
-                        f"row {b} holds a block id outside [0, {kk.shape[0]})")
+            _check_block_ids(bt, torch.zeros_like(nb), nb, kk.shape[0])
+            lk = su
         else:
-            ck = cu_seqlens_k.cpu()
+            (ck,) = rest
             require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
                     "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
+            lk = ck[1:] - ck[:-1]
+        if B:
+            longest_q, longest_k = int((cq[1:] - cq[:-1]).max()), int(lk.max())
         if B and max_seqlen_q is not None:
-            longest = int((cq[1:] - cq[:-1]).max())
-            require(max_seqlen_q >= longest, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
-                    f"sequence ({longest}): its rows past {max_seqlen_q} would not be computed")
+            require(max_seqlen_q >= longest_q, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
+                    f"sequence ({longest_q}): its rows past {max_seqlen_q} would not be computed")
         if B and max_seqlen_k is not None:
-            longest = int((su if paged else ck[1:] - ck[:-1]).max())
-            require(max_seqlen_k >= longest, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
-                    f"sequence ({longest}): the decode split plan would leave its keys past {max_seqlen_k} unread")
-        require(bool(torch.isfinite(table).all()), "table", "holds a non-finite value")
-        if fp8:
-            for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
-                require(bool(torch.isfinite(s).all()), n, "holds a non-finite value")
-    return paged, fp8, Hkv, B
+            require(max_seqlen_k >= longest_k, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
+                    f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
+        for n, ok in zip(("table", "k_scale", "v_scale"), finite.tolist()):
+            require(bool(ok), n, "holds a non-finite value")
+    return paged, fp8, Hkv, B, longest_q, longest_k
+
+
+def _check_block_ids(bt, lo, hi, num_blocks):
+    """Host block table bt [B, max_blocks]: the ids each row b uses, columns lo[b] to hi[b] (exclusive), must lie in
+    [0, num_blocks); the first row that holds one outside is named."""
+    cols = torch.arange(bt.shape[1])
+    used = (cols[None, :] >= lo[:, None]) & (cols[None, :] < hi[:, None])
+    bad = (used & ((bt < 0) | (bt >= num_blocks))).any(dim=1)
+    if bool(bad.any()):
+        b = int(bad.nonzero()[0, 0])
+        require(False, "block_table", f"row {b} holds a block id outside [0, {num_blocks})")
 
 
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
@@ -264,9 +275,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     gdec_kreg = GLUON_DECODE_KREG.resolve(gluon_decode_kreg)
     gdec_maxnreg = GLUON_DECODE_MAXNREG.resolve(gluon_decode_maxnreg)
     gdec_banks = GLUON_DECODE_BANKS.resolve(gluon_decode_banks)
-    paged, fp8, Hkv, B = _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k,
-                                   table, window, beyond, softmax_scale, k_scale, v_scale, validate, max_seqlen_q,
-                                   max_seqlen_k)
+    paged, fp8, Hkv, B, longest_q, longest_k = _validate(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
+        softmax_scale, k_scale, v_scale, validate, max_seqlen_q, max_seqlen_k)
     total_q, Hq, D = q.shape
     require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
     # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt), 3 by inline assembly (fp8_asm_cvt; the interpreter,
@@ -283,7 +294,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                                                    bool(gws)))
         use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
                                    all(_gluon_layout_ok(t, D) for t in kv), triton_options)
-    if max_seqlen_q is None:
+    if max_seqlen_q is None and longest_q is not None:  # from the validation's host copy
+        max_seqlen_q = longest_q
+    elif max_seqlen_q is None:
         max_seqlen_q = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()) if B else 0
     if out is None:
         out = torch.empty_like(q)
@@ -316,7 +329,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                               or tune["num_warps"] is not None)
             gdec = gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, max_seqlen_q,
                                      _decode_tma_ok(kk, D, paged), triton_options)
-        if max_seqlen_k is None:
+        if max_seqlen_k is None and longest_k is not None:
+            max_seqlen_k = longest_k
+        elif max_seqlen_k is None:
             lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
             max_seqlen_k = int(lens.max())
         _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
@@ -567,25 +582,19 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
     require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1
             and seqused_k.numel() == B and seqused_k.is_contiguous() and seqused_k.device == k_new.device,
             "seqused_k", f"must be a contiguous int32 [B={B}] tensor on {k_new.device}")
-    if validate:
-        cu = cu_seqlens_new.cpu()
+    if validate:  # one wait for the GPU: the offsets, lengths, block table and scales copied
+        cu, su, bt, *scales = to_host(cu_seqlens_new, seqused_k, block_table, *((k_scale, v_scale) if fp8 else ()))
         require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
                 "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
-        su = seqused_k.cpu().long()
+        su = su.long()
         require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
         end = su + (cu[1:] - cu[:-1]).long()
         bs = k_cache.shape[1]
         require(bool((end <= block_table.shape[1] * bs).all()), "block_table",
                 "has too few columns for the new tokens")
-        bt = block_table.cpu()
-        for b in range(B):
-            lo, hi = int(su[b]) // bs, -(-int(end[b]) // bs)
-            used = bt[b, lo:hi]
-            require(bool(((used >= 0) & (used < k_cache.shape[0])).all()), "block_table",
-                    f"row {b} holds a block id outside [0, {k_cache.shape[0]})")
-        if fp8:
-            for n, s in (("k_scale", k_scale), ("v_scale", v_scale)):
-                require(bool((torch.isfinite(s) & (s > 0)).all()), n, "must be finite and positive")
+        _check_block_ids(bt, su // bs, -(-end // bs), k_cache.shape[0])
+        for n, s in zip(("k_scale", "v_scale"), scales):
+            require(bool((torch.isfinite(s) & (s > 0)).all()), n, "must be finite and positive")
     if k_new.shape[0] == 0:
         return
     from .kernel_write import relbias_write_kv_kernel

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl
+from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl, to_host
 from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
                      QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
@@ -97,12 +97,13 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     T, Hq, D = q.shape
     Hkv, C = k_cache.shape[:2]
     N = indices.shape[-1]
-    if val:
-        if indices.numel():
-            lo, hi = int(indices.min()), int(indices.max())
-            require(lo >= -1 and hi < C, "indices", f"must lie in [-1, {C}), found [{lo}, {hi}]")
-        require(bool(torch.isfinite(key_scale).all()), "key_scale", "holds a non-finite value")
-        require(bool(torch.isfinite(value_scale).all()), "value_scale", "holds a non-finite value")
+    if val:  # one wait for the GPU: the index range on the device, the scales copied whole ([Hkv, D])
+        span = torch.stack(torch.aminmax(indices)) if indices.numel() else indices.new_full((2,), -1)
+        span, ks, vs = to_host(span, key_scale, value_scale)
+        lo, hi = span.tolist()
+        require(lo >= -1 and hi < C, "indices", f"must lie in [-1, {C}), found [{lo}, {hi}]")
+        require(bool(torch.isfinite(ks).all()), "key_scale", "holds a non-finite value")
+        require(bool(torch.isfinite(vs).all()), "value_scale", "holds a non-finite value")
     if out is None:
         out = torch.empty(q.shape, dtype=q.dtype, device=q.device)  # contiguous, whatever q's strides
     require(out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous() and out.device == q.device, "out",
