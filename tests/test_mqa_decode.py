@@ -178,6 +178,26 @@ def test_warmup_compiles_the_key_a_step_launches(device):
     assert step and step <= keys
 
 
+def test_launch_log_is_bounded():
+    """The launch-key log keeps the last KEEP keys only (an engine calling eagerly keeps no growing history), while
+    len() counts every launch and indexing by launch number reads the held ones; a dropped key is an IndexError."""
+    from attnkit.mqa_decode.interface import _LaunchLog
+
+    class Small(_LaunchLog):
+        KEEP = 4
+
+    log = Small()
+    for i in range(10):
+        log.append(("k", i))
+    assert len(log) == 10 and len(log._keys) == 4
+    assert log[6:] == [("k", 6), ("k", 7), ("k", 8), ("k", 9)] and log[9] == ("k", 9) and log[-1] == ("k", 9)
+    assert log[10:] == []
+    with pytest.raises(IndexError):
+        log[5]
+    with pytest.raises(IndexError):
+        log[2:]
+
+
 def test_merge_dc_rule_and_warmup():
     """The merge's dims per program: a pure function of the kernel and the step's token count (the sweeps with
     merge_early: 256 but from 9 to 31 tokens, at either head count)."""

@@ -3,6 +3,7 @@ Records and semantics: docs/mqa_decode.md and attnkit.reference.mqa_decode."""
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 
@@ -76,7 +77,39 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
                            **pdl_launch(use_pdl))
 
 
-LAUNCHED_KEYS: list = []  # compile keys of the attention and merge launches, appended in launch order (for tests)
+class _LaunchLog:
+    """The compile keys of the attention and merge launches in launch order (the warm-up collects its keys here;
+    tests read them): indexed by launch number since import, len() counting every launch, but holding only the
+    last KEEP keys, so that an engine calling eagerly for days keeps no growing history. Reading a key that has
+    been dropped is an IndexError."""
+
+    KEEP = 4096
+
+    def __init__(self):
+        self._keys: collections.deque = collections.deque(maxlen=self.KEEP)
+        self._n = 0
+
+    def append(self, key) -> None:
+        self._keys.append(key)
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        first = self._n - len(self._keys)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._n)
+            if start < first and start < stop:
+                raise IndexError(f"launch keys before launch {first} have been dropped (asked from {start})")
+            return [self._keys[j - first] for j in range(start, stop, step)]
+        j = i + self._n if i < 0 else i
+        if not first <= j < self._n:
+            raise IndexError(f"launch key {i} is not held (launches {first} to {self._n - 1} are)")
+        return self._keys[j - first]
+
+
+LAUNCHED_KEYS = _LaunchLog()
 
 
 def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False, early: bool = False,
