@@ -59,3 +59,20 @@ def test_every_tuning_option_is_listed_once(monkeypatch):
     monkeypatch.setenv("ATTNKIT_MERGE_BLOCK_D", "+32")
     bad = next(o for o in tuning_options() if o["env"] == "ATTNKIT_MERGE_BLOCK_D")
     assert str(bad["now"]).startswith("error:") and "ATTNKIT_MERGE_BLOCK_D" in bad["now"]
+
+
+def test_getenv_reads_the_environment_live(monkeypatch):
+    """attnkit.options.getenv (the options' fast read) equals os.environ.get(name, "") for set, empty, unset and
+    non-ASCII values, follows changes made between reads, and reads os.environ itself where it has been replaced."""
+    import os
+    from attnkit.options import getenv
+    name = "ATTNKIT_TEST_GETENV_PROBE"
+    monkeypatch.delenv(name, raising=False)
+    assert getenv(name) == os.environ.get(name, "") == ""
+    for v in ("1", "", "0", "12345", "caf\u00e9", " 1"):
+        monkeypatch.setenv(name, v)
+        assert getenv(name) == os.environ.get(name, "") == v
+    monkeypatch.delenv(name)
+    assert getenv(name) == ""
+    monkeypatch.setattr(os, "environ", {name: "7"})
+    assert getenv(name) == "7"

@@ -7,9 +7,11 @@ import os
 
 import torch
 
+from .options import getenv
+
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    return getenv("TRITON_INTERPRET") == "1"
 
 
 def check_device(name: str, t: torch.Tensor) -> None:
