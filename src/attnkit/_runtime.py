@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 
 import torch
 
@@ -38,6 +37,12 @@ def to_host(*ts: torch.Tensor) -> list[torch.Tensor]:
     out = [t.to("cpu", non_blocking=True) if t.is_cuda else t for t in ts]  # into pinned memory, in stream order
     torch.cuda.current_stream(dev).synchronize()
     return out
+
+
+def index_span(ix: torch.Tensor) -> torch.Tensor:
+    """[min, max] of an index tensor as a 2-element tensor on its device (for to_host); [-1, -1], which every range
+    check accepts, when it is empty."""
+    return torch.stack(torch.aminmax(ix)) if ix.numel() else ix.new_full((2,), -1)
 
 
 def _cuda_capability(device) -> tuple[int, int] | None:

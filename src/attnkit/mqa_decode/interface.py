@@ -9,7 +9,7 @@ import numbers
 
 import torch
 
-from .._runtime import check_device, pdl_launch, require, resolve_pdl, to_host
+from .._runtime import check_device, index_span, pdl_launch, require, resolve_pdl, to_host
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
@@ -299,8 +299,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
             and sink.is_contiguous(), "sink", f"must be a contiguous float32 [{H}] tensor on {dev}")
     require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
     if validate and T:  # one wait for the GPU: reductions of the slot lists and q on the device, the small rest copied
-        spans = [torch.stack(torch.aminmax(ix)) if ix.numel() else ix.new_full((2,), -1) for ix in (swa_idx, comp_idx)]
-        flags = torch.cat(spans + [torch.isfinite(q).all().to(torch.int32).view(1)])
+        flags = torch.cat([index_span(swa_idx), index_span(comp_idx), torch.isfinite(q).all().to(torch.int32).view(1)])
         flags, pos, snk = to_host(flags, positions, sink)
         flags = flags.tolist()
         for i, (n, c) in enumerate((("swa_idx", swa_cache), ("comp_idx", comp_cache))):

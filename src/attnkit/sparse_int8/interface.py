@@ -7,7 +7,8 @@ import math
 
 import torch
 
-from .._runtime import check_device, gluon_runs, interpreting, pdl_launch, require, resolve_pdl, to_host
+from .._runtime import (check_device, gluon_runs, index_span, interpreting, pdl_launch, require, resolve_pdl,
+                       to_host)
 from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
                      QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
@@ -98,8 +99,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     Hkv, C = k_cache.shape[:2]
     N = indices.shape[-1]
     if val:  # one wait for the GPU: the index range on the device, the scales copied whole ([Hkv, D])
-        span = torch.stack(torch.aminmax(indices)) if indices.numel() else indices.new_full((2,), -1)
-        span, ks, vs = to_host(span, key_scale, value_scale)
+        span, ks, vs = to_host(index_span(indices), key_scale, value_scale)
         lo, hi = span.tolist()
         require(lo >= -1 and hi < C, "indices", f"must lie in [-1, {C}), found [{lo}, {hi}]")
         require(bool(torch.isfinite(ks).all()), "key_scale", "holds a non-finite value")
