@@ -19,6 +19,15 @@ def device(request):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_call_caches():
+    # tests patch rules, kernels and module constants: no decision kept from another test applies
+    from attnkit import _callcache
+    _callcache.clear()
+    yield
+    _callcache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _seeded_rng():
     # every test draws the same inputs on every run: a failure reproduces, and none comes and goes
     torch.manual_seed(0)

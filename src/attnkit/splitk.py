@@ -84,8 +84,6 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, pdl:
     pdl: launched as a programmatic dependent of the kernel that wrote the partials (the caller resolved the
     option: attnkit._runtime.resolve_pdl).
     """
-    bd_opt = MERGE_BLOCK_D.resolve(block_d)
-    require(bd_opt is None or bd_opt & (bd_opt - 1) == 0, "merge_block_d", f"must be a power of two, got {bd_opt}")
     _validate(m, l, acc, out.dtype)
     if row_exp is not None:
         require(row_exp.dtype == torch.int32 and row_exp.shape == m.shape[1:] and row_exp.is_contiguous(), "row_exp",
@@ -94,18 +92,36 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, pdl:
     require(out.shape == (R, D) and out.stride(-1) == 1, "out", f"must be [{R}, {D}] with a contiguous last dim")
     require(lse.shape == (R,) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
             f"must be a contiguous float32 [{R}]")
+    launch = merge_launch(S, R, D, row_exp is not None, block_d, pdl, _lose_split, _block_s)
     if R == 0 or D == 0:
         lse.fill_(float("-inf")) if D == 0 and R else None
         return
+    launch(m, l, acc, out, lse, row_exp if row_exp is not None else lse, *merge_ints(launch, m, acc, out))
+
+
+def merge_launch(S: int, R: int, D: int, has_e: bool, block_d=None, pdl: bool = False, _lose_split: bool = False,
+                 _block_s: int | None = None):
+    """The merge's launch for S splits of [R, D] partials (options resolved, grid and constexprs fixed), called
+    as ``launch(m, l, acc, out, lse, row_exp_or_lse, *merge_ints(launch, m, acc, out))``; None where there is
+    nothing to launch (R or D zero). Ops keep it per argument layout (attnkit._callcache)."""
+    bd_opt = MERGE_BLOCK_D.resolve(block_d)
+    require(bd_opt is None or bd_opt & (bd_opt - 1) == 0, "merge_block_d", f"must be a power of two, got {bd_opt}")
+    if R == 0 or D == 0:
+        return None
     block_d = min(bd_opt, triton.next_power_of_2(D)) if bd_opt else merge_block_d_rule(R, D)
     block_s = _block_s or min(triton.next_power_of_2(S), max(1, 8192 // block_d))  # a [BLOCK_S, BLOCK_D] tile: <= 32 KB
-    grid = (R, triton.cdiv(D, block_d))
+    from ._callcache import Launch
     from ._triton.merge_kernel import merge_partials_kernel
+    launch = Launch(merge_partials_kernel, (R, triton.cdiv(D, block_d)),
+                    dict(BLOCK_D=block_d, BLOCK_S=block_s, HAS_E=has_e, PDL=pdl, **pdl_launch(pdl)))
     # _lose_split merges one split fewer: the deliberately broken variant the power check must catch
-    merge_partials_kernel[grid](m, l, acc, out, lse, row_exp if row_exp is not None else lse,
-                                S - 1 if (_lose_split and S > 1) else S, D, m.stride(0), m.stride(1), acc.stride(0),
-                                acc.stride(1), out.stride(0), BLOCK_D=block_d, BLOCK_S=block_s,
-                                HAS_E=row_exp is not None, PDL=pdl, **pdl_launch(pdl))
+    launch.extra = S - 1 if (_lose_split and S > 1) else S, D
+    return launch
+
+
+def merge_ints(launch, m, acc, out) -> tuple:
+    """The merge kernel's integer arguments after its six tensors."""
+    return (*launch.extra, m.stride(0), m.stride(1), acc.stride(0), acc.stride(1), out.stride(0))
 
 
 def merge_partials(m, l, acc, out_dtype=torch.float32, *, _lose_split: bool = False):

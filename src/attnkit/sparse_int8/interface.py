@@ -4,14 +4,20 @@ semantics: docs/sparse_int8.md and attnkit.reference.sparse_int8."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
+from .. import _runtime, splitk
+from .._callcache import CallCache, Launch
 from .._runtime import (check_device, gluon_runs, index_span, interpreting, pdl_launch, require, resolve_pdl,
                        to_host)
 from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
                      QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
+from . import config as _config
+
+_CALLS = CallCache("sparse_int8", _config, splitk, _runtime)  # the options of these modules key its entries
 
 PERTURBATIONS = {None: 0, "candidate-skipped": 1, "split-lost": 0, "value-scale-before-accumulation": 3}
 
@@ -76,6 +82,56 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
+    key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split,
+                      pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
+                      merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget))
+    cfg = _CALLS.get(key)
+    if cfg is None:
+        cfg = _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split,
+                         pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
+                         merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget)
+        _CALLS.put(key, cfg)
+    if cfg.validate:  # one wait for the GPU: the index range on the device, the scales copied whole ([Hkv, D])
+        span, ks, vs = to_host(index_span(indices), key_scale, value_scale)
+        lo, hi = span.tolist()
+        require(lo >= -1 and hi < cfg.C, "indices", f"must lie in [-1, {cfg.C}), found [{lo}, {hi}]")
+        require(bool(torch.isfinite(ks).all()), "key_scale", "holds a non-finite value")
+        require(bool(torch.isfinite(vs).all()), "value_scale", "holds a non-finite value")
+    if out is None:
+        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)  # contiguous, whatever q's strides
+    if lse is None:
+        lse = torch.empty(cfg.lse_shape, dtype=torch.float32, device=q.device)
+    if cfg.attn is None:  # no rows
+        return out, lse
+    if cfg.merge is None:  # direct: the kernel writes out and lse
+        cfg.attn(q, k_cache, v_cache, key_scale, value_scale, indices, lse, lse, lse, lse, out, lse, *cfg.ints)
+        return out, lse
+    m = torch.empty(cfg.m_shape, dtype=torch.float32, device=q.device)
+    l = torch.empty(cfg.m_shape, dtype=torch.float32, device=q.device)
+    acc = torch.empty(cfg.acc_shape, dtype=torch.float32, device=q.device)
+    e = torch.empty(cfg.m_shape[1:], dtype=torch.int32, device=q.device)
+    cfg.attn(q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse, *cfg.ints)
+    cfg.merge(m, l, acc, out, lse, e, *cfg.merge_ints)  # out [T, Hq, D] and lse [T, Hq]: contiguous, [R, D] / [R]
+    return out, lse
+
+
+class _Config(NamedTuple):
+    """What a call decides from its arguments' layouts (attnkit._callcache): kept per layout, never a tensor."""
+    validate: bool
+    C: int
+    lse_shape: tuple
+    attn: object  # Launch, or None where there is nothing to launch
+    ints: tuple  # the attention kernel's arguments after its twelve tensors
+    merge: object  # Launch, or None (the direct path)
+    merge_ints: tuple
+    m_shape: tuple
+    acc_shape: tuple
+
+
+def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split, pv_split,
+               prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm, merge_block_d,
+               gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget) -> _Config:
+    """Every check and decision of a call that its arguments' layouts fix (see sparse_int8_attention)."""
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
     pv = PV_SPLIT.resolve(pv_split)
     pf = PREFETCH.resolve(prefetch)
@@ -92,28 +148,21 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     use_gluon = GLUON.resolve(gluon)
     ids_asked = IDS_EARLY.resolve(ids_early)
     overlap = GLUON_OVERLAP.resolve(gluon_overlap)
-    val = VALIDATE.resolve(validate)
+    val = bool(VALIDATE.resolve(validate))
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
     T, Hq, D = q.shape
     Hkv, C = k_cache.shape[:2]
     N = indices.shape[-1]
-    if val:  # one wait for the GPU: the index range on the device, the scales copied whole ([Hkv, D])
-        span, ks, vs = to_host(index_span(indices), key_scale, value_scale)
-        lo, hi = span.tolist()
-        require(lo >= -1 and hi < C, "indices", f"must lie in [-1, {C}), found [{lo}, {hi}]")
-        require(bool(torch.isfinite(ks).all()), "key_scale", "holds a non-finite value")
-        require(bool(torch.isfinite(vs).all()), "value_scale", "holds a non-finite value")
-    if out is None:
-        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)  # contiguous, whatever q's strides
-    require(out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous() and out.device == q.device, "out",
-            f"must be a contiguous {tuple(q.shape)} bf16 tensor on {q.device}")
-    if lse is None:
-        lse = torch.empty((T, Hq), dtype=torch.float32, device=q.device)
-    require(lse.shape == (T, Hq) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
-            f"must be a contiguous float32 [{T}, {Hq}]")
+    if out is not None:
+        require(out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous() and out.device == q.device,
+                "out", f"must be a contiguous {tuple(q.shape)} bf16 tensor on {q.device}")
+    if lse is not None:
+        require(lse.shape == (T, Hq) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
+                f"must be a contiguous float32 [{T}, {Hq}]")
+    none = _Config(val, C, (T, Hq), None, (), None, (), (), ())
     if T == 0:
-        return out, lse
+        return none
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     mant, exp = math.frexp(sc)  # sc = mant * 2^exp, mant in [0.5, 1): pass mant * 2, exp - 1
     mant, exp = (2 * mant, exp - 1) if sc > 0 else (0.0, 0)
@@ -135,35 +184,30 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ids_e = bool(ids_asked) and ids_loop
     require(not (gluon_overlap and not p.gluon), "gluon_overlap", "is the Gluon kernel's; the Triton kernels run here")
     R = T * Hq
-    if p.direct:
-        m = l = acc = e = lse  # unused
-    else:
-        m = torch.empty((p.num_splits, R), dtype=torch.float32, device=q.device)
-        l = torch.empty_like(m)
-        acc = torch.empty((p.num_splits, R, D), dtype=torch.float32, device=q.device)
-        e = torch.empty((R,), dtype=torch.int32, device=q.device)
-    args = (q, k_cache, v_cache, key_scale, value_scale, indices, m, l, acc, e, out, lse,
-            mant, exp, C, N, p.cands_per_split,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1), k_cache.stride(0), k_cache.stride(1),
-            indices.stride(0), indices.stride(1) if indices.dim() == 3 else 0, m.stride(0) if not p.direct else 0,
-            acc.stride(0) if not p.direct else 0)
+    m_shape, acc_shape = (p.num_splits, R), (p.num_splits, R, D)
+    # the partials as allocated per call (contiguous): m / l [S, R], acc [S, R, D]
+    ints = (mant, exp, C, N, p.cands_per_split,
+            q.stride(0), q.stride(1), Hq * D, D, k_cache.stride(0), k_cache.stride(1),
+            indices.stride(0), indices.stride(1) if indices.dim() == 3 else 0, 0 if p.direct else R,
+            0 if p.direct else R * D)
     budget = {} if _qk_int8_budget is None else dict(QK_INT8_BUDGET=float(_qk_int8_budget))
+    grid = (T, p.num_splits, Hkv)
     if p.gluon:
         from .kernel_gluon import sparse_int8_gluon_kernel
-        sparse_int8_gluon_kernel[(T, p.num_splits, Hkv)](
-            *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
+        attn = Launch(sparse_int8_gluon_kernel, grid, dict(
+            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, IDS_EARLY=ids_e, OVERLAP=bool(overlap),
-            num_warps=p.num_warps, **pdl_launch(use_pdl))
+            num_warps=p.num_warps, **pdl_launch(use_pdl)))
     else:
         from .kernel import sparse_int8_kernel
-        sparse_int8_kernel[(T, p.num_splits, Hkv)](
-            *args, HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
+        attn = Launch(sparse_int8_kernel, grid, dict(
+            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PV_SPLIT=pv, PREFETCH=pf, PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting(), PIPE=pipe,
             SWAP=p.swap_ab, QK_INT8=p.qk_int8, **budget, PDL=use_pdl, IDS_EARLY=ids_e, num_warps=p.num_warps,
-            num_stages=p.num_stages, **pdl_launch(use_pdl),
-        )
-    if not p.direct:
-        from .. import splitk
-        splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), row_exp=e, block_d=merge_block_d,
-                                   pdl=use_pdl, _lose_split=_perturb == "split-lost")
-    return out, lse
+            num_stages=p.num_stages, **pdl_launch(use_pdl)))
+    if p.direct:
+        return _Config(val, C, (T, Hq), attn, ints, None, (), m_shape, acc_shape)
+    merge = splitk.merge_launch(p.num_splits, R, D, True, merge_block_d, use_pdl, _perturb == "split-lost")
+    # the merge reads the partials as allocated (contiguous) and writes out as [R, D] rows of D
+    merge_ints = (*merge.extra, R, 1, R * D, D, D)
+    return _Config(val, C, (T, Hq), attn, ints, merge, merge_ints, m_shape, acc_shape)
