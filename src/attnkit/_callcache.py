@@ -7,8 +7,8 @@ kernel. A `CallCache` keeps those decisions (never a tensor) under a key of exac
 call skips them and launches the kept compiled kernels directly (`Launch`). What depends on tensor values (the
 value checks of ``validate``, a length read from the device) is done on every call, never kept.
 
-The key holds, per tensor argument, ``(shape, stride, dtype, device, data_ptr % 16)``; every other argument as it
-is (ints, floats, strings, bools, None); the raw values of the environment variables of every option defined in
+The key holds, per tensor argument, ``(shape, stride, dtype, device, data_ptr % 16)``; every other argument with
+its type (ints, floats, strings, bools, None); the raw values of the environment variables of every option defined in
 the op's modules and of ``TRITON_INTERPRET`` (read live, so setting a variable between calls takes effect on the
 next call, as without the cache); and the current CUDA device. An argument of any other type, or a tensor whose
 layout cannot be read (a fake or meta tensor), makes the call take the full path uncached. Bad input is never
@@ -73,18 +73,24 @@ class _Uncacheable(Exception):
     pass
 
 
-def _sig(a):
+def _tsig(a):
+    if a is None:
+        return None
     if isinstance(a, torch.Tensor):
         try:
-            return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15)
+            return a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15
         except Exception:  # a fake or meta tensor, a tensor without storage: the full path
             raise _Uncacheable from None
+    raise _Uncacheable  # not a tensor where one is expected: the full path, whose checks say so
+
+
+def _ssig(a):
     if a is None:
-        return a
+        return None
     t = type(a)
     if t in (int, float, str, bool):
         return t, a  # typed: True and 1, 1 and 1.0 are equal keys but not the same argument to the checks
-    raise _Uncacheable
+    raise _Uncacheable  # a tensor, a NumPy number, anything else: its value is not in the key, so the full path
 
 
 class CallCache:
@@ -105,14 +111,15 @@ class CallCache:
             self._envs = _option_envs(self.modules)
         return tuple(getenv(n) for n in self._envs)
 
-    def key(self, args: tuple):
-        """The key of a call whose every argument is in `args` (tensors, scalars, None), or None where the call
-        must take the full path (the cache off, an argument of another type, a tensor without a readable
-        layout)."""
+    def key(self, tensors: tuple, scalars: tuple):
+        """The key of a call whose tensor arguments (or None) are `tensors` and whose every other argument is in
+        `scalars` (ints, floats, strings, bools, None), or None where the call must take the full path: the cache
+        off, an argument of another type (a tensor's value is not in the key, so a tensor among the scalars
+        counts), a tensor without a readable layout."""
         if not enabled():
             return None
         try:
-            sig = tuple([_sig(a) for a in args])
+            sig = tuple([_tsig(a) for a in tensors]), tuple([_ssig(a) for a in scalars])
         except _Uncacheable:
             return None
         dev = torch.cuda.current_device() if torch.cuda.is_initialized() else -1

@@ -652,7 +652,7 @@ CLUSTER_PORTABLE_CTAS = 8  # the largest portable cluster; Triton's launcher all
 
 
 # Exact non-portable clusters (gluon_cluster_exact): 9 to 15 splits a cluster of one CTA per split (the launcher sets
-# the kernel's non-portable cluster size attribute, interface._cluster_launch), 8 of them merging, instead of a
+# the kernel's non-portable cluster size attribute, interface._cluster_prepare), 8 of them merging, instead of a
 # cluster of 16 whose ranks past the splits only merge (1-4 tokens at the default lists: 10 splits, 6 CTAs without a
 # tile per token). Sweep mqa-gluon-cluster-exact-2 at 7dfeeac (benchmarks/sweeps/h200-7dfeeac/, 5 rounds, paired
 # clusters of 16 ÷ exact, both forced on, 1 / 2 / 4 tokens): attention at 16 heads 1.019 / 1.020 / 1.030 fp8 and

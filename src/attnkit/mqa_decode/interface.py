@@ -6,14 +6,20 @@ from __future__ import annotations
 import collections
 import math
 import numbers
+from typing import NamedTuple
 
 import torch
 
+from .. import _runtime, splitk
+from .._callcache import CallCache, Launch
 from .._runtime import check_device, index_span, pdl_launch, require, resolve_pdl, to_host
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
+from . import config as _config
+
 RECORD_BYTES = {"fp8": FP8_RECORD_BYTES, "nvfp4": NVFP4_RECORD_BYTES}
+_CALLS = CallCache("mqa_decode", _config, splitk, _runtime)  # the options of these modules key its entries
 
 
 def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
@@ -131,22 +137,19 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
         (plan.num_stages,) if hasattr(plan, "num_stages") else ())  # the head-padded kernel's pipeline stages
 
 
-def _cluster_launch(kernel, clusters: int, ctas: int, args: tuple, kwargs: dict):
-    """Launch `kernel` as `clusters` thread-block clusters of `ctas` CTAs along x (a 1-D grid of clusters x ctas
-    CTAs; cluster c holds CTAs c * ctas .. c * ctas + ctas - 1). The kernel is compiled as a plain one-CTA kernel
-    (its layouts need no cluster form: the CTAs share nothing but global memory and the cluster barrier); Triton's
+def _cluster_prepare(compiled, ctas: int) -> None:
+    """Make `compiled` launch as thread-block clusters of `ctas` CTAs along x (a 1-D grid of clusters x ctas CTAs;
+    cluster c holds CTAs c * ctas .. c * ctas + ctas - 1). The kernel is compiled as a plain one-CTA kernel (its
+    layouts need no cluster form: the CTAs share nothing but global memory and the cluster barrier); Triton's
     launcher makes a cluster launch from the compiled kernel's num_ctas, which is set here on the compiled kernel
-    this launch's constexpr values select (a kernel compiled for cluster launches only: CLUSTER in its key)."""
-    compiled = kernel.warmup(*args, grid=(clusters,), **kwargs)
-    if hasattr(compiled, "result"):
-        compiled = compiled.result()
+    this launch's constexpr values select (a kernel compiled for cluster launches only: CLUSTER in its key). Run
+    once per compiled kernel before its launches (attnkit._callcache.Launch's prepare)."""
     nw, nc, shared = compiled.packed_metadata
     require(nc in (1, ctas), "gluon_cluster", f"the compiled kernel launches clusters of {nc} CTAs, not {ctas}")
     compiled.packed_metadata = (nw, ctas, shared)
     from .config import CLUSTER_MAX_CTAS, CLUSTER_PORTABLE_CTAS
     if CLUSTER_PORTABLE_CTAS < ctas < CLUSTER_MAX_CTAS:  # Triton's launcher allows a non-portable size of 16 only
         _allow_non_portable_cluster(compiled)
-    kernel[(clusters,)](*args, **kwargs)
 
 
 _NON_PORTABLE_SET: set = set()  # CUfunction handles whose non-portable cluster size attribute is set
@@ -271,6 +274,100 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     cos_sin early with merge_early). In a step, ``mqa_write_records`` writes only its cache, so the query's
     preparation overlaps the writer. Not with gluon_async.
     """
+    tensors = (q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, out, lse, workspace, out_fp8,
+               out_scale)
+    scalars = (num_heads, softmax_scale, comp_format, num_splits, kernel, out_dc, validate, swapab_per_format, gluon,
+               gluon_prefetch, gluon_warps, gluon_fused, gluon_async, gluon_e2m1_bits, gluon_early, gluon_half,
+               gluon_banks, gluon_maxnreg, gluon_one_loop, gluon_loads_first, gluon_prologue, gluon_cluster,
+               gluon_wide, gluon_cluster_exact, gluon_one_tile, merge_dc, merge_warps, merge_early, headpad_stages,
+               headpad_block_n, headpad_ids_early, pdl, pdl_early_inputs, _perturb, _return_fp32, _merge_block_s)
+    # the diagnostics variants warn on every call: never kept
+    key = None if (_diag_parts or _pdl_skip_wait) else _CALLS.key(tensors, scalars)
+    cfg = _CALLS.get(key)
+    if cfg is None:
+        cfg = _configure(*tensors, *scalars, _pdl_skip_wait, _diag_parts)
+        _CALLS.put(key, cfg)
+    T, H, R, S = cfg.T, cfg.H, cfg.R, cfg.S
+    dev = q.device
+    if cfg.validate:  # one wait for the GPU: reductions of the slot lists and q on the device, the small rest copied
+        flags = torch.cat([index_span(swa_idx), index_span(comp_idx), torch.isfinite(q).all().to(torch.int32).view(1)])
+        flags, pos, snk = to_host(flags, positions, sink)
+        flags = flags.tolist()
+        for i, (n, total) in enumerate((("swa_idx", cfg.swa_slots), ("comp_idx", cfg.comp_slots))):
+            lo, hi = flags[2 * i: 2 * i + 2]
+            require(lo >= -1 and hi < total, n, f"must lie in [-1, {total})")
+        require(int(pos.min()) >= 0 and int(pos.max()) < cos_sin.shape[0], "positions",
+                f"must lie in [0, {cos_sin.shape[0]})")
+        require(bool(flags[4]), "q", "holds a non-finite value")
+        require(not bool(torch.isnan(snk).any()), "sink", "holds a NaN")
+    if out is None:
+        out = torch.empty((T, H, MQA_DIM), dtype=torch.bfloat16, device=dev)
+    if lse is None:
+        lse = torch.empty((T, H), dtype=torch.float32, device=dev)
+    o32 = torch.empty((T, H, MQA_DIM), dtype=torch.float32, device=dev) if cfg.want32 else lse
+    if cfg.attn is None:  # no tokens
+        return (out, lse, o32) if _return_fp32 else (out, lse)
+    if workspace is None:
+        m = torch.empty((S, R), dtype=torch.float32, device=dev)
+        l = torch.empty((S, R), dtype=torch.float32, device=dev)
+        acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
+        count = torch.zeros(T, dtype=torch.int32, device=dev) if cfg.fused else m
+    else:
+        a0, need = cfg.ws_offsets
+        m = workspace[:S * R].view(S, R)
+        l = workspace[S * R:2 * S * R].view(S, R)
+        acc = workspace[a0:need].view(S, R, MQA_DIM)
+        # the fused merge's arrival counters: the last T elements, zero between calls (each call resets them)
+        count = workspace[workspace.numel() - T:].view(torch.int32)
+    for k in cfg.keys:
+        LAUNCHED_KEYS.append(k)
+    sc = float(softmax_scale)
+    if cfg.kind == "gluon":
+        cfg.attn(q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, sc, *cfg.ints, count,
+                 sink, out, lse, o32)
+    elif cfg.kind == "swapab":
+        cfg.attn(q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, sc, *cfg.ints)
+    else:
+        cfg.attn(q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, sc, *cfg.ints[:3], H,
+                 *cfg.ints[3:])
+    if cfg.merge is not None:
+        cfg.merge(m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, R, R * MQA_DIM)
+    if cfg.mxfp8 is not None:
+        cfg.mxfp8(o32, out_fp8.view(torch.uint8), out_scale, H, q.shape[1])
+    if _return_fp32:  # tests: the fp32 output the bf16 and MXFP8 outputs are rounded from
+        return out, lse, o32
+    return out, lse
+
+
+class _Config(NamedTuple):
+    """What an attention call decides from its arguments' layouts (attnkit._callcache): kept per layout, never a
+    tensor."""
+    validate: bool
+    T: int
+    H: int
+    R: int
+    S: int
+    swa_slots: int
+    comp_slots: int
+    want32: bool
+    fused: bool
+    ws_offsets: tuple  # (start of the accumulator, end) in a caller's workspace
+    keys: tuple  # LAUNCHED_KEYS entries of a call
+    kind: str  # "gluon", "swapab" (Triton) or "headpad"
+    attn: object  # Launch, or None where there is nothing to launch
+    ints: tuple  # the attention kernel's arguments after the softmax scale (headpad: H goes after the third)
+    merge: object  # Launch or None
+    mxfp8: object  # Launch or None
+
+
+def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, out, lse, workspace, out_fp8,
+               out_scale, num_heads, softmax_scale, comp_format, num_splits, kernel, out_dc, validate,
+               swapab_per_format, gluon, gluon_prefetch, gluon_warps, gluon_fused, gluon_async, gluon_e2m1_bits,
+               gluon_early, gluon_half, gluon_banks, gluon_maxnreg, gluon_one_loop, gluon_loads_first,
+               gluon_prologue, gluon_cluster, gluon_wide, gluon_cluster_exact, gluon_one_tile, merge_dc,
+               merge_warps, merge_early, headpad_stages, headpad_block_n, headpad_ids_early, pdl, pdl_early_inputs,
+               _perturb, _return_fp32, _merge_block_s, _pdl_skip_wait, _diag_parts) -> _Config:
+    """Every check and decision of an attention call that its arguments' layouts fix (see mqa_decode_attention)."""
     require(comp_format in RECORD_BYTES, "comp_format", f"must be one of {tuple(RECORD_BYTES)}")
     require(isinstance(q, torch.Tensor) and q.dim() == 3 and q.shape[2] == MQA_DIM and q.dtype == torch.bfloat16,
             "q", f"must be a bfloat16 [T, H_pad, {MQA_DIM}] tensor")
@@ -298,17 +395,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     require(isinstance(sink, torch.Tensor) and sink.shape == (H,) and sink.dtype == torch.float32 and sink.device == dev
             and sink.is_contiguous(), "sink", f"must be a contiguous float32 [{H}] tensor on {dev}")
     require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
-    if validate and T:  # one wait for the GPU: reductions of the slot lists and q on the device, the small rest copied
-        flags = torch.cat([index_span(swa_idx), index_span(comp_idx), torch.isfinite(q).all().to(torch.int32).view(1)])
-        flags, pos, snk = to_host(flags, positions, sink)
-        flags = flags.tolist()
-        for i, (n, c) in enumerate((("swa_idx", swa_cache), ("comp_idx", comp_cache))):
-            lo, hi = flags[2 * i: 2 * i + 2]
-            require(lo >= -1 and hi < c.shape[0] * c.shape[1], n, f"must lie in [-1, {c.shape[0] * c.shape[1]})")
-        require(int(pos.min()) >= 0 and int(pos.max()) < cos_sin.shape[0], "positions",
-                f"must lie in [0, {cos_sin.shape[0]})")
-        require(bool(flags[4]), "q", "holds a non-finite value")
-        require(not bool(torch.isnan(snk).any()), "sink", "holds a NaN")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
     from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_ONE_TILE, GLUON_PREFETCH, MERGE_DC,
@@ -342,19 +428,19 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     early_asked = bool(PDL_EARLY_INPUTS.resolve(pdl_early_inputs))  # a bad value raises here, with or without pdl
     sm = torch.cuda.get_device_properties(dev).multi_processor_count if q.is_cuda else 132
     R = T * H
-    if out is None:
-        out = torch.empty((T, H, MQA_DIM), dtype=torch.bfloat16, device=dev)
-    require(isinstance(out, torch.Tensor) and out.shape == (T, H, MQA_DIM) and out.dtype == torch.bfloat16
-            and out.is_contiguous() and out.device == dev, "out", f"must be a contiguous bfloat16 [{T}, {H}, 512] on {dev}")
-    if lse is None:
-        lse = torch.empty((T, H), dtype=torch.float32, device=dev)
-    require(isinstance(lse, torch.Tensor) and lse.shape == (T, H) and lse.dtype == torch.float32
-            and lse.is_contiguous() and lse.device == dev, "lse", f"must be a contiguous float32 [{T}, {H}] on {dev}")
-    lse = lse.view(R)
+    if out is not None:
+        require(isinstance(out, torch.Tensor) and out.shape == (T, H, MQA_DIM) and out.dtype == torch.bfloat16
+                and out.is_contiguous() and out.device == dev, "out",
+                f"must be a contiguous bfloat16 [{T}, {H}, 512] on {dev}")
+    if lse is not None:
+        require(isinstance(lse, torch.Tensor) and lse.shape == (T, H) and lse.dtype == torch.float32
+                and lse.is_contiguous() and lse.device == dev, "lse",
+                f"must be a contiguous float32 [{T}, {H}] on {dev}")
     want32 = _return_fp32 or out_fp8 is not None or out_scale is not None
-    o32 = torch.empty((T, H, MQA_DIM), dtype=torch.float32, device=dev) if want32 else lse
+    swa_slots, comp_slots = swa_cache.shape[0] * swa_cache.shape[1], comp_cache.shape[0] * comp_cache.shape[1]
+    val = bool(validate and T)
     if T == 0:
-        return (out, lse.view(T, H), o32) if _return_fp32 else (out, lse.view(T, H))
+        return _Config(val, T, H, R, 0, swa_slots, comp_slots, want32, False, (), (), "", None, (), None, None)
     common = dict(NVFP4=comp_format == "nvfp4", PERTURB=PERTURBATIONS[_perturb], DOT_F32=interpreting())
     if kernel == "swapab":
         plan = swapab_plan(T, H, W + K, sm, num_splits, dev.type, gluon=use_gluon,
@@ -371,28 +457,18 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     S = plan.num_splits
     fused = kernel == "swapab" and plan.gluon and plan.fused_merge
     clustered = kernel == "swapab" and plan.gluon and plan.cluster > 0  # the cluster merges: no merge launch
-    if workspace is None:
-        m = torch.empty((S, R), dtype=torch.float32, device=dev)
-        l = torch.empty_like(m)
-        acc = torch.empty((S, R, MQA_DIM), dtype=torch.float32, device=dev)
-        count = torch.zeros(T, dtype=torch.int32, device=dev) if fused else m
-    else:
-        a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
-        need = a0 + S * R * MQA_DIM
+    a0 = -(-2 * S * R // 4) * 4  # the accumulator starts 16-byte aligned (the kernels' vectorized stores)
+    need = a0 + S * R * MQA_DIM
+    if workspace is not None:
         require(isinstance(workspace, torch.Tensor) and workspace.dtype == torch.float32 and workspace.dim() == 1
                 and workspace.is_contiguous() and workspace.device == dev and workspace.numel() >= need + T
                 and workspace.data_ptr() % 16 == 0, "workspace",
                 f"must be a 16-byte aligned contiguous float32 vector on {dev} of at least {need + T} elements for "
                 "this step (mqa_decode_workspace sizes it)")
-        m = workspace[:S * R].view(S, R)
-        l = workspace[S * R:2 * S * R].view(S, R)
-        acc = workspace[a0:need].view(S, R, MQA_DIM)
-        # the fused merge's arrival counters: the last T elements, zero between calls (each call resets them)
-        count = workspace[workspace.numel() - T:].view(torch.int32)
-    args = (q, positions, cos_sin, swa_cache, comp_cache, swa_idx, comp_idx, m, l, acc, float(softmax_scale), W, K,
-            plan.slots_per_split)
+    # the partials as allocated or viewed per call: m / l [S, R], acc [S, R, 512], all contiguous
     strides = (q.stride(0), q.stride(1), swa_cache.shape[2], comp_cache.shape[2], swa_idx.stride(0),
-               comp_idx.stride(0), m.stride(0), acc.stride(0))
+               comp_idx.stride(0), R, R * MQA_DIM)
+    ints = (W, K, plan.slots_per_split, *strides)
     gluon_path = kernel == "swapab" and plan.gluon
     # the Triton swap-AB kernel waits at entry; PDL_EARLY 2 (the diagnostics variant) never waits
     pdl_early = early_asked and use_pdl and (gluon_path or kernel == "headpad")
@@ -402,16 +478,16 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         import warnings
         warnings.warn(f"_diag_parts={_diag_parts}: a diagnostics variant with a stage left out (1: the cluster launch "
                       "without its barrier and merge; 2: without its merge; 3: no merge at all); its results are "
-                      "wrong by design", RuntimeWarning, stacklevel=2)
+                      "wrong by design", RuntimeWarning, stacklevel=3)
     if _pdl_skip_wait and pdl_early:
         import warnings
         warnings.warn("_pdl_skip_wait: a diagnostics variant that never waits for the grid before it; its results "
-                      "are wrong by design", RuntimeWarning, stacklevel=2)
+                      "are wrong by design", RuntimeWarning, stacklevel=3)
     require(not (pdl_early and gluon_path and plan.gluon_async), "pdl_early_inputs",
             "waits before the list loops; gluon_async copies the first records before the query")
     one_tile = (gluon_path and one_tile_opt and plan.prologue == 2
                 and plan.slots_per_split == plan.block_n == plan.live and W % plan.block_n == 0)
-    LAUNCHED_KEYS.append(_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early, one_tile))
+    keys = [_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early, one_tile)]
     if gluon_path:
         from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         kw = dict(H=H, BLOCK_N=plan.block_n, NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
@@ -422,42 +498,43 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                   **({"ONE_TILE": True} if one_tile else {}), num_warps=plan.num_warps,
                   **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
         if clustered:
-            _cluster_launch(mqa_swapab_gluon_kernel, T, plan.cluster_ctas,
-                            (*args, *strides, count, sink, out, lse, o32),
-                            dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CTAS=plan.cluster_ctas,
-                                 CLUSTER_DIAG=_diag_parts))
+            ctas = plan.cluster_ctas
+            attn = Launch(mqa_swapab_gluon_kernel, (T,), dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CTAS=ctas,
+                                                               CLUSTER_DIAG=_diag_parts),
+                          prepare=lambda compiled: _cluster_prepare(compiled, ctas))
         else:
-            mqa_swapab_gluon_kernel[(T, S)](*args, *strides, count, sink, out, lse, o32, **kw)
+            attn = Launch(mqa_swapab_gluon_kernel, (T, S), kw)
+        kind = "gluon"
     elif kernel == "swapab":
         from .kernel_swapab import mqa_swapab_kernel
         ablate = DIAG_ABLATE.resolve()
         if ablate:
             import warnings
             warnings.warn(f"{DIAG_ABLATE.env}={ablate}: a diagnostics variant with a stage left out; its results "
-                          "are wrong by design", RuntimeWarning, stacklevel=2)
-        mqa_swapab_kernel[(T, S)](*args, *strides, H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
-                                  ABLATE=ablate, PDL=use_pdl, **common, **pl)
+                          "are wrong by design", RuntimeWarning, stacklevel=3)
+        attn = Launch(mqa_swapab_kernel, (T, S), dict(H=H, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
+                                                      ABLATE=ablate, PDL=use_pdl, **common, **pl))
+        kind = "swapab"
     else:
         from .kernel_headpad import mqa_headpad_kernel
         n_hb = -(-H // plan.block_h)
-        mqa_headpad_kernel[(T, S, n_hb * (MQA_DIM // plan.out_dc))](
-            *args, H, *strides, BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
+        attn = Launch(mqa_headpad_kernel, (T, S, n_hb * (MQA_DIM // plan.out_dc)), dict(
+            BLOCK_H=plan.block_h, BLOCK_N=plan.block_n, OUT_DC=plan.out_dc,
             num_warps=plan.num_warps, num_stages=plan.num_stages, PDL=use_pdl, PDL_EARLY=pdl_early_mode,
-            IDS_EARLY=plan.ids_early, **common,
-            **pl)
-    from .kernel_merge import mqa_merge_kernel
+            IDS_EARLY=plan.ids_early, **common, **pl))
+        kind = "headpad"
+    merge = None
     if not fused and not clustered and _diag_parts != 3:
+        from .kernel_merge import mqa_merge_kernel
         mdc = MERGE_DC.resolve(merge_dc) or merge_dc_rule(kernel, T, H)
         mw = merge_warps_rule(mdc, mw_opt)
         require(mdc in (64, 128, 256, 512), "merge_dc", f"must be 64, 128, 256 or 512, got {mdc}")
-        LAUNCHED_KEYS.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc,
-                              mw, want32))
-        mqa_merge_kernel[(R, MQA_DIM // mdc)](m, l, acc, sink, positions, cos_sin, out, lse, o32, S, H, m.stride(0), acc.stride(0),
-                               BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
-                               ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, BLOCK_D=mdc,
-                               EARLY=m_early,
-                               num_warps=mw,
-                               **pl)
+        keys.append(("merge" + ("_early" if m_early else "") + ("_pdl" if use_pdl else ""), mdc, mw, want32))
+        merge = Launch(mqa_merge_kernel, (R, MQA_DIM // mdc), dict(
+            BLOCK_S=_merge_block_s or min(32, 1 << max(0, (S - 1).bit_length())), SINK_ON=_perturb != "sink-dropped",
+            ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, PDL=use_pdl, BLOCK_D=mdc, EARLY=m_early,
+            num_warps=mw, **pl))
+    mxfp8 = None
     if out_fp8 is not None or out_scale is not None:
         require(isinstance(out_fp8, torch.Tensor) and out_fp8.shape == (T, H_pad, MQA_DIM)
                 and out_fp8.dtype == torch.float8_e4m3fn and out_fp8.is_contiguous() and out_fp8.device == dev,
@@ -466,10 +543,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                 and out_scale.dtype == torch.uint8 and out_scale.is_contiguous() and out_scale.device == dev,
                 "out_scale", f"must be a contiguous uint8 [{T}, {H_pad}, {MQA_DIM // 32}] on {dev}")
         from .kernel_mxfp8 import mxfp8_out_kernel
-        mxfp8_out_kernel[(R,)](o32, out_fp8.view(torch.uint8), out_scale, H, H_pad, PDL=use_pdl, **pl)
-    if _return_fp32:  # tests: the fp32 output the bf16 and MXFP8 outputs are rounded from
-        return out, lse.view(T, H), o32
-    return out, lse.view(T, H)
+        mxfp8 = Launch(mxfp8_out_kernel, (R,), dict(PDL=use_pdl, **pl))
+    return _Config(val, T, H, R, S, swa_slots, comp_slots, want32, fused, (a0, need), tuple(keys), kind, attn,
+                   ints, merge, mxfp8)
 
 
 def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,

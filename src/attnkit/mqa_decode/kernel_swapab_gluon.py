@@ -718,7 +718,7 @@ def mqa_swapab_gluon_kernel(
     raw_l5: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[3, 2, 1, 0])  # [chunk,] row, block, half, 16
     raw_l4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[2, 1, 0])  # [chunk,] row, block, 8 bytes
 
-    if CLUSTER:  # a 1-D grid of T clusters of CTAS CTAs, launched as such (interface._cluster_launch)
+    if CLUSTER:  # a 1-D grid of T clusters of CTAS CTAs, launched as such (interface._cluster_prepare)
         gl.static_assert(not FUSED_MERGE, "CLUSTER merges in the cluster; FUSED_MERGE in the last program")
         NCTA: gl.constexpr = CTAS if CTAS else 1 << CLUSTER
         gl.static_assert((NSPLIT <= NCTA) and ((1 << CLUSTER) <= NCTA), "NSPLIT and the merging CTAs fit the cluster")

@@ -82,7 +82,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
-    key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split,
+    key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse), (scale, tiles_per_split,
                       pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
                       merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget))
     cfg = _CALLS.get(key)
