@@ -32,7 +32,7 @@ import types
 import torch
 from triton import knobs as _knobs
 
-from .options import Switch, IntOption, getenv
+from .options import IntOption, Switch, env_snapshot, getenv
 
 CALL_CACHE = Switch("call_cache", "ATTNKIT_CALL_CACHE", True,
                     "keep each op's layout-dependent decisions (checks, options, plan, compiled kernels) per "
@@ -108,8 +108,8 @@ class CallCache:
 
     def _env_snapshot(self) -> tuple:
         if self._envs is None:
-            self._envs = _option_envs(self.modules)
-        return tuple(getenv(n) for n in self._envs)
+            self._envs = env_snapshot(_option_envs(self.modules))
+        return self._envs()
 
     def key(self, tensors: tuple, scalars: tuple):
         """The key of a call whose tensor arguments (or None) are `tensors` and whose every other argument is in

@@ -37,6 +37,20 @@ def getenv(name: str) -> str:
     return "" if raw is None else _DECODE(raw)
 
 
+def env_snapshot(names: tuple[str, ...]):
+    """A function returning the raw values of the environment variables `names` (unset: None), read live on every
+    call: one C-level map over os.environ's store (a call cache's key, attnkit._callcache); where os.environ has
+    been replaced or the store is not the expected one, getenv per name."""
+    keys = tuple(_ENCODE(n) for n in names) if _FAST else ()
+    get = _STORE.get if _FAST else None
+
+    def snap() -> tuple:
+        if _FAST and os.environ is _ENVIRON:
+            return tuple(map(get, keys))
+        return tuple(getenv(n) for n in names)
+    return snap
+
+
 @dataclass(frozen=True)
 class Switch:
     name: str  # keyword argument
