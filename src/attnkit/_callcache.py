@@ -53,6 +53,7 @@ def clear() -> None:
     """Empty every op's call cache (after patching a rule, a kernel or a module constant)."""
     for c in _CACHES:
         c.entries.clear()
+        c.hits = c.misses = 0
 
 
 def enabled() -> bool:
