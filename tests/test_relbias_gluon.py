@@ -4,6 +4,8 @@ fp64 oracle on every shape it takes, with and without the overlap, repeatable bi
 import pytest
 import torch
 
+from attnkit import _callcache
+
 import attnkit.ops  # noqa: F401
 from attnkit.gate.specs import _gluon_fwd_takes, relbias_kernel_call
 from attnkit.relbias import relbias_attention
@@ -114,6 +116,7 @@ def test_the_rule_picks_gluon_only_where_it_can(monkeypatch, device):
     relbias_kernel_call(make_inputs(shapes.get("relbias-headdim-d256"), device, 0), force="fwd")
     assert calls == ["triton", "triton"]
     monkeypatch.setattr(rt, "gluon_runs", lambda device: False)  # off sm_90 / in the interpreter
+    _callcache.clear()  # the decisions kept for these layouts were made as if on sm_90
     relbias_kernel_call(inp, force="fwd")
     assert calls[-1] == "triton"
 

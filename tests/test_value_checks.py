@@ -159,7 +159,7 @@ def test_relbias_block_ids_past_a_rows_length_are_not_read(device, monkeypatch):
 
     def stop(*a, **k):
         raise Reached
-    monkeypatch.setattr(rb_if, "_decode", stop)
+    monkeypatch.setattr(rb_if, "_decode_plan", stop)
     with pytest.raises(Reached):
         call(**bad)
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import torch
 import triton
 
+from .. import _runtime, splitk
+from .._callcache import CallCache, Launch
 from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch, require, resolve_pdl, to_host
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
@@ -23,10 +26,12 @@ from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTER
                      GLUON_HEAD_DIMS, GLUON_PIPE, GLUON_WS_MAXNREG, KV_TMA, decode_plan, fwd_config, gluon_fwd_config,
                      gluon_fwd_rule, gluon_ws_rule,
                      gluon_fwd_takes, gluon_fwd_tile_ok, use_decode)
+from . import config as _config
 
 PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window-off-by-one": 3, "gqa-mixed": 4,
                  "split-lost": 0, "token-block-dropped": 5}
 _KV_DTYPES = (torch.bfloat16, torch.float16, torch.float8_e4m3fn)
+_CALLS = CallCache("relbias", _config, splitk, _runtime)  # the options of these modules key its entries
 
 
 def _check_cu(name, cu, device):
@@ -37,7 +42,9 @@ def _check_cu(name, cu, device):
 
 
 def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
-              softmax_scale, k_scale, v_scale, validate, max_seqlen_q=None, max_seqlen_k=None):
+              softmax_scale, k_scale, v_scale, max_seqlen_q=None, max_seqlen_k=None):
+    """The checks the arguments' layouts and scalars decide (kept per layout: attnkit._callcache); the value
+    checks are _check_values'."""
     require(isinstance(q, torch.Tensor) and q.dim() == 3, "q", "must be [total_q, Hq, D]")
     require(q.dtype in (torch.bfloat16, torch.float16), "q", f"must be bfloat16 or float16, got {q.dtype}")
     check_device("q", q)
@@ -109,38 +116,45 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
         if val is not None:
             require(isinstance(val, numbers.Integral) and not isinstance(val, bool) and val >= 0, name,
                     f"must be an int >= 0 (a host value), got {val!r}")
-    longest_q = longest_k = None  # the batch's longest sequences, where the checks below read them
-    if validate:  # host checks, one wait for the GPU (skip them under CUDA-graph capture with validate=False): the
-        # sequence offsets and the block table copied, the table and scales reduced on the device
-        finite = [torch.isfinite(table).all()] + [torch.isfinite(s).all() for s in ((k_scale, v_scale) if fp8 else ())]
-        cq, *rest, finite = to_host(cu_seqlens_q, *((seqused_k, block_table) if paged else (cu_seqlens_k,)),
-                                    torch.stack(finite))
-        require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
-                f"must start at 0, be non-decreasing and end at total_q={total_q}")
-        if paged:
-            su, bt = rest
-            require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
-            nb = -(-su.long() // kk.shape[1])
-            require(int(nb.max()) <= block_table.shape[1] if B else True, "block_table",
-                    "has fewer columns than seqused_k needs")
-            _check_block_ids(bt, torch.zeros_like(nb), nb, kk.shape[0])
-            lk = su
-        else:
-            (ck,) = rest
-            require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
-                    "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
-            lk = ck[1:] - ck[:-1]
-        if B:
-            longest_q, longest_k = int((cq[1:] - cq[:-1]).max()), int(lk.max())
-        if B and max_seqlen_q is not None:
-            require(max_seqlen_q >= longest_q, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
-                    f"sequence ({longest_q}): its rows past {max_seqlen_q} would not be computed")
-        if B and max_seqlen_k is not None:
-            require(max_seqlen_k >= longest_k, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
-                    f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
-        for n, ok in zip(("table", "k_scale", "v_scale"), finite.tolist()):
-            require(bool(ok), n, "holds a non-finite value")
-    return paged, fp8, Hkv, B, longest_q, longest_k
+    return paged, fp8, Hkv, B
+
+
+def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table, k_scale, v_scale, paged, fp8, B,
+                  max_seqlen_q, max_seqlen_k):
+    """The value checks of ``validate`` (every call; skip them under CUDA-graph capture with validate=False), one
+    wait for the GPU: the sequence offsets and the block table copied, the table and scales reduced on the device.
+    kk: k, or k_cache when paged. Returns the batch's longest query and key sequences (None, None when B = 0)."""
+    total_q = q.shape[0]
+    longest_q = longest_k = None
+    finite = [torch.isfinite(table).all()] + [torch.isfinite(s).all() for s in ((k_scale, v_scale) if fp8 else ())]
+    cq, *rest, finite = to_host(cu_seqlens_q, *((seqused_k, block_table) if paged else (cu_seqlens_k,)),
+                                torch.stack(finite))
+    require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
+            f"must start at 0, be non-decreasing and end at total_q={total_q}")
+    if paged:
+        su, bt = rest
+        require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
+        nb = -(-su.long() // kk.shape[1])
+        require(int(nb.max()) <= block_table.shape[1] if B else True, "block_table",
+                "has fewer columns than seqused_k needs")
+        _check_block_ids(bt, torch.zeros_like(nb), nb, kk.shape[0])
+        lk = su
+    else:
+        (ck,) = rest
+        require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
+                "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
+        lk = ck[1:] - ck[:-1]
+    if B:
+        longest_q, longest_k = int((cq[1:] - cq[:-1]).max()), int(lk.max())
+    if B and max_seqlen_q is not None:
+        require(max_seqlen_q >= longest_q, "max_seqlen_q", f"{max_seqlen_q} is below the batch's longest query "
+                f"sequence ({longest_q}): its rows past {max_seqlen_q} would not be computed")
+    if B and max_seqlen_k is not None:
+        require(max_seqlen_k >= longest_k, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
+                f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
+    for n, ok in zip(("table", "k_scale", "v_scale"), finite.tolist()):
+        require(bool(ok), n, "holds a non-finite value")
+    return longest_q, longest_k
 
 
 def _check_block_ids(bt, lo, hi, num_blocks):
@@ -245,137 +259,205 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     benchmarks/experiments/stress_under_load.py) runs the warp-specialized kernel without turns as it was before the
     fix of its turn barriers (made but not used), which returns wrong rows under concurrent GPU load.
     """
-    tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
-                num_stages=STAGES_OPT.resolve(num_stages))
-    bm_opt, ctas_opt = BLOCK_M_OPT.resolve(block_m), CTAS_OPT.resolve(ctas_per_sm)
-    rows_opt = DECODE_ROWS_OPT.resolve(decode_rows)
-    prefetch, strip = BIAS_PREFETCH.resolve(bias_prefetch), BIAS_STRIP.resolve(bias_strip)
-    page_tiles = PAGE_TILES.resolve(page_tiles)
-    dec_fast = DECODE_FAST_INTERIOR.resolve(decode_fast_interior)
-    tma = KV_TMA.resolve(kv_tma)
-    fast, heavy = FAST_INTERIOR.resolve(fast_interior), HEAVY_FIRST.resolve(heavy_first)
-    split = SPLIT_LOOPS.resolve(split_loops)
-    use_pdl = resolve_pdl(pdl, q.device)
-    use_gluon, gpipe = GLUON.resolve(gluon), GLUON_PIPE.resolve(gluon_pipe)
-    ggather = GLUON_BIAS_GATHER.resolve(gluon_bias_gather)
-    gearly, gpsmem = GLUON_BIAS_EARLY.resolve(gluon_bias_early), GLUON_P_SMEM.resolve(gluon_p_smem)
-    glazy, gacc = GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale), GLUON_BIAS_ACC.resolve(gluon_bias_acc)
-    gws, gpp = GLUON_WS.resolve(gluon_ws), GLUON_PINGPONG.resolve(gluon_pingpong)
-    gpers, gkrel = GLUON_PERSISTENT.resolve(gluon_persistent), GLUON_K_RELEASE.resolve(gluon_k_release)
-    gkearly = GLUON_K_EARLY.resolve(gluon_k_early)
-    gtree = GLUON_TREE_REDUCE.resolve(gluon_tree_reduce)
-    gpairs = GLUON_BIAS_PAIRS.resolve(gluon_bias_pairs)
-    gahead = GLUON_BIAS_AHEAD.resolve(gluon_bias_ahead)
-    gdiag = GLUON_BIAS_DIAG.resolve(gluon_bias_diag)
-    gunroll = GLUON_WS_UNROLL.resolve(gluon_ws_unroll)
-    f16_cvt, asm_cvt = FP8_F16_CVT.resolve(fp8_f16_cvt), FP8_ASM_CVT.resolve(fp8_asm_cvt)
-    gdec, gdec_cvt = GLUON_DECODE.resolve(gluon_decode), GLUON_DECODE_CVT.resolve(gluon_decode_cvt)
-    gdec_tma = GLUON_DECODE_TMA.resolve(gluon_decode_tma)
-    gdec_bias = GLUON_DECODE_BIAS_ASYNC.resolve(gluon_decode_bias_async)
-    gdec_kreg = GLUON_DECODE_KREG.resolve(gluon_decode_kreg)
-    gdec_maxnreg = GLUON_DECODE_MAXNREG.resolve(gluon_decode_maxnreg)
-    gdec_banks = GLUON_DECODE_BANKS.resolve(gluon_decode_banks)
-    paged, fp8, Hkv, B, longest_q, longest_k = _validate(
-        q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
-        softmax_scale, k_scale, v_scale, validate, max_seqlen_q, max_seqlen_k)
-    total_q, Hq, D = q.shape
-    require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
-    # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt), 3 by inline assembly (fp8_asm_cvt; the interpreter,
-    # which cannot run it, takes the direct cast: the same values)
-    fp8_kind = 2 if fp8 and f16_cvt else 3 if fp8 and asm_cvt and not interpreting() else fp8
-    if use_gluon:
-        _gluon_check(q, k_cache if paged else k, v_cache if paged else v, paged, fp8)
-    elif use_gluon is None:  # the rule (config.gluon_fwd_rule)
-        from .._runtime import gluon_runs
-        kv = (k_cache, v_cache) if paged else (k, v)
-        triton_options = (bm_opt is not None or split is not None or prefetch or strip is not None or tma
-                          or not fast or not _masked_strip
-                          or not gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"],
-                                                   bool(gws)))
-        use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
-                                   all(_gluon_layout_ok(t, D) for t in kv), triton_options)
+    tensors = (q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, k_scale, v_scale,
+               out, lse)
+    scalars = (window, beyond, softmax_scale, max_seqlen_q, max_seqlen_k, num_splits, validate, fast_interior,
+               heavy_first, block_m, block_n, num_warps, num_stages, ctas_per_sm, merge_block_d, split_loops,
+               decode_rows, bias_prefetch, bias_strip, page_tiles, decode_fast_interior, kv_tma, pdl, gluon,
+               gluon_pipe, gluon_bias_gather, gluon_bias_early, gluon_p_smem, gluon_lazy_rescale, gluon_bias_acc,
+               gluon_ws, gluon_pingpong, gluon_persistent, gluon_k_release, gluon_k_early, gluon_tree_reduce,
+               gluon_bias_pairs, gluon_bias_ahead, gluon_bias_diag, gluon_ws_unroll, fp8_f16_cvt, fp8_asm_cvt,
+               gluon_decode, gluon_decode_cvt, gluon_decode_tma, gluon_decode_bias_async, gluon_decode_kreg,
+               gluon_decode_maxnreg, gluon_decode_banks, _perturb, _force, _masked_strip, _ws_unused_turns)
+    key = _CALLS.key(tensors, scalars)
+    c = _CALLS.get(key)
+    if c is None:
+        c = _configure(*tensors, *scalars)
+        _CALLS.put(key, c)
+    paged, B = c.paged, c.B
+    kk, vv = (k_cache, v_cache) if paged else (k, v)
+    longest_q = longest_k = None
+    if c.validate:
+        longest_q, longest_k = _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table,
+                                             k_scale, v_scale, paged, c.fp8, B, max_seqlen_q, max_seqlen_k)
     if max_seqlen_q is None and longest_q is not None:  # from the validation's host copy
         max_seqlen_q = longest_q
     elif max_seqlen_q is None:
         max_seqlen_q = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()) if B else 0
     if out is None:
         out = torch.empty_like(q)
-    else:
-        require(out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1, "out",
-                f"must be {tuple(q.shape)} {q.dtype} with a contiguous last dim")
     if lse is None:
-        lse = torch.empty((total_q, Hq), dtype=torch.float32, device=q.device)
-    else:
-        require(lse.shape == (total_q, Hq) and lse.dtype == torch.float32 and lse.stride(-1) == 1, "lse",
-                f"must be float32 [{total_q}, {Hq}] with a contiguous last dim")
-    if total_q == 0 or B == 0:
+        lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
+    if c.empty:
         return out, lse
-    if num_splits is not None:
-        require(isinstance(num_splits, int) and num_splits >= 1, "num_splits", "must be an int >= 1")
-    kk, vv = (k_cache, v_cache) if paged else (k, v)
     tab = table.float().contiguous() if table.dtype != torch.float32 or not table.is_contiguous() else table
-    scale = 1.0 / math.sqrt(D) if softmax_scale is None else float(softmax_scale)
-    dummy = cu_seqlens_q
-    decode_ok = (out.is_contiguous() and lse.is_contiguous() and max_seqlen_q <= DECODE_MAX_Q
-                 and Hq // Hkv <= DECODE_MAX_ROWS)
-    want_decode = use_decode(max_seqlen_q, Hq // Hkv) if _force is None else _force == "decode"
-    if want_decode and decode_ok:
-        from .._runtime import gluon_runs
-        if gdec:
-            _gluon_decode_check(q, kk, vv, fp8, Hq // Hkv)
-        elif gdec is None:  # the rule (config.gluon_decode_rule)
-            triton_options = (rows_opt is not None or split is not None or strip is not None or page_tiles is not None
-                              or dec_fast is not None or f16_cvt or asm_cvt or tune["block_n"] is not None
-                              or tune["num_warps"] is not None)
-            gdec = gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, max_seqlen_q,
-                                     _decode_tma_ok(kk, D, paged), triton_options)
+    route = c.routes.get(max_seqlen_q)
+    if route is None:
+        route = c.routes[max_seqlen_q] = _route(c, q, kk, max_seqlen_q)
+    if route == "decode":
         if max_seqlen_k is None and longest_k is not None:
             max_seqlen_k = longest_k
         elif max_seqlen_k is None:
             lens = seqused_k if paged else cu_seqlens_k[1:] - cu_seqlens_k[:-1]
             max_seqlen_k = int(lens.max())
-        _decode(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale,
-                scale, window, beyond, paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, _perturb,
-                dict(tune, ctas_per_sm=ctas_opt, decode_rows=rows_opt, bias_strip=strip, page_tiles=page_tiles,
-                     fast_interior=dec_fast, gluon=bool(gdec), cvt=gdec_cvt, kreg=gdec_kreg), merge_block_d, split,
-                use_pdl, fp8_kind, gdec_tma, gdec_bias, gdec_maxnreg, gdec_banks)
+        plan = c.plans.get((max_seqlen_q, max_seqlen_k))
+        if plan is None:
+            if len(c.plans) >= _MAX_PLANS:
+                c.plans.clear()
+            plan = c.plans[(max_seqlen_q, max_seqlen_k)] = _decode_plan(c, q, kk, vv, tab.shape[1],
+                                                                       max_seqlen_q, max_seqlen_k)
+        plan(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale)
         return out, lse
-    if use_gluon:
-        # options of the warp-specialized kernel alone
-        if gws is None and (gpp or gpers or gkrel or gpairs or gahead or gdiag or gunroll):
-            gws = True
-        if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
-            gws = (gluon_ws_rule(D, window, max_seqlen_q, kk.shape[0] / max(B, 1))
-                   and gpipe and not (gpsmem or gearly or glazy or gkearly)
-                   and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
-        gcfg = gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], gpipe, ggather, gearly,
-                                gpsmem, glazy, gacc, gws, gpp, gpers, gkrel, gkearly, gtree, gpairs, gahead,
-                                gdiag, gunroll)
-        _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, scale, window, beyond, Hkv, B, max_seqlen_q,
-                   _perturb, gcfg, heavy, unused_turns=_ws_unused_turns)
+    o = c.opts
+    if route is not False:  # the Gluon forward kernel, with its configuration for this max_seqlen_q
+        _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, c.scale, window, beyond, c.Hkv, B,
+                   max_seqlen_q, _perturb, route, o["heavy"], unused_turns=_ws_unused_turns)
         return out, lse
-    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=bm_opt, split_loops=split, bias_prefetch=prefetch,
-                     bias_strip=strip, kv_tma=tma, **tune)
+    total_q, Hq, D = q.shape
+    fp8, fp8_kind = c.fp8, c.fp8_kind
+    cfg = fwd_config(D, max_seqlen_q, q.device.type, block_m=o["bm_opt"], split_loops=o["split"],
+                     bias_prefetch=o["prefetch"], bias_strip=o["strip"], kv_tma=o["tma"], **o["tune"])
     k_desc, v_desc = kk, vv
     if cfg.kv_tma:
         k_desc, v_desc = (_kv_descriptor(t, cfg.block_n, paged) for t in (kk, vv))
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
+    dummy = cu_seqlens_q
     relbias_fwd_kernel[grid](
         q, kk, vv, tab, out, lse,
         cu_seqlens_q, dummy if paged else cu_seqlens_k, seqused_k if paged else dummy,
         block_table if paged else dummy, k_scale if fp8 else tab, v_scale if fp8 else tab, k_desc, v_desc,
-        scale, tab.shape[1], window or 0,
+        c.scale, tab.shape[1], window or 0,
         q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), out.stride(0), out.stride(1), lse.stride(0),
         kk.stride(0) if paged else 0, block_table.stride(0) if paged else 0,
-        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+        HQ=Hq, GROUP=Hq // c.Hkv, HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
         PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=1 if fp8_kind == 3 else fp8_kind,  # fp8_asm_cvt: decode
         HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[_perturb],
-        DOT_F32=interpreting(), FAST_INTERIOR=fast, HEAVY_FIRST=heavy, SPLIT_LOOPS=cfg.split_loops, BIAS_PREFETCH=cfg.bias_prefetch,
-        BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, KV_TMA=cfg.kv_tma, num_warps=cfg.num_warps,
-        num_stages=cfg.num_stages,
+        DOT_F32=interpreting(), FAST_INTERIOR=o["fast"], HEAVY_FIRST=o["heavy"], SPLIT_LOOPS=cfg.split_loops,
+        BIAS_PREFETCH=cfg.bias_prefetch, BIAS_STRIP=cfg.bias_strip, MASKED_STRIP=_masked_strip, KV_TMA=cfg.kv_tma,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, lse
+
+
+_MAX_PLANS = 256  # decode plans kept per layout (one per (max_seqlen_q, max_seqlen_k) seen); emptied past it
+
+
+class _Config(NamedTuple):
+    """What a call decides from its arguments' layouts and scalars (attnkit._callcache), never a tensor; the
+    decisions that depend on max_seqlen_q / max_seqlen_k (read from the device where the caller gives none) are
+    kept beside, per value: `routes` (max_seqlen_q -> "decode", a Gluon forward configuration, or False: the
+    Triton forward kernel) and `plans` ((max_seqlen_q, max_seqlen_k) -> a decode launch)."""
+    validate: bool
+    paged: bool
+    fp8: bool
+    fp8_kind: int
+    Hkv: int
+    B: int
+    empty: bool  # no query row or no sequence: nothing to launch
+    scale: float
+    decode_ok: bool  # out and lse contiguous, few enough query heads per KV head
+    use_gluon: bool | None
+    opts: dict  # the resolved options
+    routes: dict
+    plans: dict
+
+
+def _configure(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, k_scale, v_scale,
+               out, lse, window, beyond, softmax_scale, max_seqlen_q, max_seqlen_k, num_splits, validate,
+               fast_interior, heavy_first, block_m, block_n, num_warps, num_stages, ctas_per_sm, merge_block_d,
+               split_loops, decode_rows, bias_prefetch, bias_strip, page_tiles, decode_fast_interior, kv_tma, pdl,
+               gluon, gluon_pipe, gluon_bias_gather, gluon_bias_early, gluon_p_smem, gluon_lazy_rescale,
+               gluon_bias_acc, gluon_ws, gluon_pingpong, gluon_persistent, gluon_k_release, gluon_k_early,
+               gluon_tree_reduce, gluon_bias_pairs, gluon_bias_ahead, gluon_bias_diag, gluon_ws_unroll, fp8_f16_cvt,
+               fp8_asm_cvt, gluon_decode, gluon_decode_cvt, gluon_decode_tma, gluon_decode_bias_async,
+               gluon_decode_kreg, gluon_decode_maxnreg, gluon_decode_banks, _perturb, _force, _masked_strip,
+               _ws_unused_turns) -> _Config:
+    """Every check and decision of a call that its arguments' layouts and scalars fix (see relbias_attention)."""
+    tune = dict(block_n=BLOCK_N_OPT.resolve(block_n), num_warps=WARPS_OPT.resolve(num_warps),
+                num_stages=STAGES_OPT.resolve(num_stages))
+    o = dict(tune=tune, bm_opt=BLOCK_M_OPT.resolve(block_m), ctas_opt=CTAS_OPT.resolve(ctas_per_sm),
+             rows_opt=DECODE_ROWS_OPT.resolve(decode_rows), prefetch=BIAS_PREFETCH.resolve(bias_prefetch),
+             strip=BIAS_STRIP.resolve(bias_strip), page_tiles=PAGE_TILES.resolve(page_tiles),
+             dec_fast=DECODE_FAST_INTERIOR.resolve(decode_fast_interior), tma=KV_TMA.resolve(kv_tma),
+             fast=FAST_INTERIOR.resolve(fast_interior), heavy=HEAVY_FIRST.resolve(heavy_first),
+             split=SPLIT_LOOPS.resolve(split_loops), use_pdl=resolve_pdl(pdl, q.device),
+             gpipe=GLUON_PIPE.resolve(gluon_pipe), ggather=GLUON_BIAS_GATHER.resolve(gluon_bias_gather),
+             gearly=GLUON_BIAS_EARLY.resolve(gluon_bias_early), gpsmem=GLUON_P_SMEM.resolve(gluon_p_smem),
+             glazy=GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale), gacc=GLUON_BIAS_ACC.resolve(gluon_bias_acc),
+             gws=GLUON_WS.resolve(gluon_ws), gpp=GLUON_PINGPONG.resolve(gluon_pingpong),
+             gpers=GLUON_PERSISTENT.resolve(gluon_persistent), gkrel=GLUON_K_RELEASE.resolve(gluon_k_release),
+             gkearly=GLUON_K_EARLY.resolve(gluon_k_early), gtree=GLUON_TREE_REDUCE.resolve(gluon_tree_reduce),
+             gpairs=GLUON_BIAS_PAIRS.resolve(gluon_bias_pairs), gahead=GLUON_BIAS_AHEAD.resolve(gluon_bias_ahead),
+             gdiag=GLUON_BIAS_DIAG.resolve(gluon_bias_diag), gunroll=GLUON_WS_UNROLL.resolve(gluon_ws_unroll),
+             f16_cvt=FP8_F16_CVT.resolve(fp8_f16_cvt), asm_cvt=FP8_ASM_CVT.resolve(fp8_asm_cvt),
+             gdec=GLUON_DECODE.resolve(gluon_decode), gdec_cvt=GLUON_DECODE_CVT.resolve(gluon_decode_cvt),
+             gdec_tma=GLUON_DECODE_TMA.resolve(gluon_decode_tma),
+             gdec_bias=GLUON_DECODE_BIAS_ASYNC.resolve(gluon_decode_bias_async),
+             gdec_kreg=GLUON_DECODE_KREG.resolve(gluon_decode_kreg),
+             gdec_maxnreg=GLUON_DECODE_MAXNREG.resolve(gluon_decode_maxnreg),
+             gdec_banks=GLUON_DECODE_BANKS.resolve(gluon_decode_banks), num_splits=num_splits,
+             merge_block_d=merge_block_d, window=window, beyond=beyond, perturb=_perturb, force=_force)
+    use_gluon = GLUON.resolve(gluon)
+    paged, fp8, Hkv, B = _validate(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
+        softmax_scale, k_scale, v_scale, max_seqlen_q, max_seqlen_k)
+    total_q, Hq, D = q.shape
+    f16_cvt, asm_cvt = o["f16_cvt"], o["asm_cvt"]
+    require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
+    # the kernels' FP8: 2 converts through fp16 (fp8_f16_cvt), 3 by inline assembly (fp8_asm_cvt; the interpreter,
+    # which cannot run it, takes the direct cast: the same values)
+    fp8_kind = 2 if fp8 and f16_cvt else 3 if fp8 and asm_cvt and not interpreting() else int(fp8)
+    kv = (k_cache, v_cache) if paged else (k, v)
+    if use_gluon:
+        _gluon_check(q, kv[0], kv[1], paged, fp8)
+    elif use_gluon is None:  # the rule (config.gluon_fwd_rule)
+        from .._runtime import gluon_runs
+        tune = o["tune"]
+        triton_options = (o["bm_opt"] is not None or o["split"] is not None or o["prefetch"] or o["strip"] is not None
+                          or o["tma"] or not o["fast"] or not _masked_strip
+                          or not gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"],
+                                                   bool(o["gws"])))
+        use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
+                                   all(_gluon_layout_ok(t, D) for t in kv), triton_options)
+    if out is not None:
+        require(out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1, "out",
+                f"must be {tuple(q.shape)} {q.dtype} with a contiguous last dim")
+    if lse is not None:
+        require(lse.shape == (total_q, Hq) and lse.dtype == torch.float32 and lse.stride(-1) == 1, "lse",
+                f"must be float32 [{total_q}, {Hq}] with a contiguous last dim")
+    empty = total_q == 0 or B == 0
+    if num_splits is not None and not empty:
+        require(isinstance(num_splits, int) and num_splits >= 1, "num_splits", "must be an int >= 1")
+    scale = 1.0 / math.sqrt(D) if softmax_scale is None else float(softmax_scale)
+    # out / lse allocated per call are contiguous
+    decode_ok = ((out is None or out.is_contiguous()) and (lse is None or lse.is_contiguous())
+                 and Hq // Hkv <= DECODE_MAX_ROWS)
+    return _Config(bool(validate), paged, fp8, fp8_kind, Hkv, B, empty, scale, decode_ok, use_gluon, o, {}, {})
+
+
+def _route(c, q, kk, max_seqlen_q):
+    """Where a call of this layout with this max_seqlen_q goes: "decode", a Gluon forward configuration, or False
+    (the Triton forward kernel)."""
+    o, (total_q, Hq, D) = c.opts, q.shape
+    force = o["force"]
+    want_decode = use_decode(max_seqlen_q, Hq // c.Hkv) if force is None else force == "decode"
+    if want_decode and c.decode_ok and max_seqlen_q <= DECODE_MAX_Q:
+        return "decode"
+    if not c.use_gluon:
+        return False
+    # options of the warp-specialized kernel alone
+    gws, tune = o["gws"], o["tune"]
+    if gws is None and (o["gpp"] or o["gpers"] or o["gkrel"] or o["gpairs"] or o["gahead"] or o["gdiag"]
+                        or o["gunroll"]):
+        gws = True
+    if gws is None:  # the rule (config.gluon_ws_rule), where the tile and schedule options allow the kernel
+        gws = (gluon_ws_rule(D, o["window"], max_seqlen_q, kk.shape[0] / max(c.B, 1))
+               and o["gpipe"] and not (o["gpsmem"] or o["gearly"] or o["glazy"] or o["gkearly"])
+               and gluon_fwd_tile_ok(D, tune["block_n"], tune["num_warps"], tune["num_stages"], True))
+    return gluon_fwd_config(D, tune["block_n"], tune["num_warps"], tune["num_stages"], o["gpipe"], o["ggather"],
+                            o["gearly"], o["gpsmem"], o["glazy"], o["gacc"], gws, o["gpp"], o["gpers"], o["gkrel"],
+                            o["gkearly"], o["gtree"], o["gpairs"], o["gahead"], o["gdiag"], o["gunroll"])
 
 
 def _gluon_check(q, k, v, paged, fp8):
@@ -481,70 +563,86 @@ def _kv_descriptor(t, block_n, paged):
     return TensorDescriptor(t, [n, hkv * d], [t.stride(0), 1], [block_n, d])
 
 
-def _decode(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale, scale, window, beyond,
-            paged, fp8, Hkv, B, max_seqlen_q, max_seqlen_k, num_splits, perturb, tune, merge_block_d=None,
-            split_loops=None, use_pdl=False, fp8_kind=False, gluon_tma=None,
-            gluon_bias_async=True, gluon_maxnreg=None, gluon_banks=False):
+def _decode_plan(c, q, kk, vv, extent, max_seqlen_q, max_seqlen_k):
+    """The decode path's launches for this layout at (max_seqlen_q, max_seqlen_k): the split plan, the attention
+    kernel (Triton, or the Gluon fp8 kernel by its option or rule) and the merge, as one callable taking the call's
+    tensors."""
     from .. import splitk
     from .kernel_decode import relbias_decode_split_kernel
+    o, paged, fp8, Hkv, B = c.opts, c.paged, c.fp8, c.Hkv, c.B
     total_q, Hq, D = q.shape
+    tune = o["tune"]
+    gdec = o["gdec"]
+    if gdec:
+        _gluon_decode_check(q, kk, vv, fp8, Hq // Hkv)
+    elif gdec is None:  # the rule (config.gluon_decode_rule)
+        from .._runtime import gluon_runs
+        triton_options = (o["rows_opt"] is not None or o["split"] is not None or o["strip"] is not None
+                          or o["page_tiles"] is not None or o["dec_fast"] is not None or o["f16_cvt"] or o["asm_cvt"]
+                          or tune["block_n"] is not None or tune["num_warps"] is not None)
+        gdec = gluon_decode_rule(gluon_runs(q.device), fp8, D, Hq // Hkv, max_seqlen_q,
+                                 _decode_tma_ok(kk, D, paged), triton_options)
     sm = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
-    plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, num_splits,
-                       paged=paged, fp8=fp8, extent=tab.shape[1], split_loops=split_loops,
-                       page=kk.shape[1] if paged else 0,
-                       sm90=_cuda_capability(q.device) == (9, 0), **tune)
-    R = total_q * Hq
-    m = torch.empty((plan.num_splits, R), dtype=torch.float32, device=q.device)
-    l = torch.empty_like(m)
-    acc = torch.empty((plan.num_splits, R, D), dtype=torch.float32, device=q.device)
-    dummy = cu_q
+    plan = decode_plan(B, Hkv, Hq // Hkv, D, max_seqlen_q, max(1, max_seqlen_k), sm, q.device.type, o["num_splits"],
+                       paged=paged, fp8=fp8, extent=extent, split_loops=o["split"],
+                       page=kk.shape[1] if paged else 0, sm90=_cuda_capability(q.device) == (9, 0),
+                       **dict(tune, ctas_per_sm=o["ctas_opt"], decode_rows=o["rows_opt"], bias_strip=o["strip"],
+                              page_tiles=o["page_tiles"], fast_interior=o["dec_fast"], gluon=bool(gdec),
+                              cvt=o["gdec_cvt"], kreg=o["gdec_kreg"]))
+    R, S = total_q * Hq, plan.num_splits
+    use_pdl, perturb, window, beyond = o["use_pdl"], o["perturb"], o["window"], o["beyond"]
+    merge = splitk.merge_launch(S, R, D, False, o["merge_block_d"], use_pdl, perturb == "split-lost")
+    merge_ints = (*merge.extra, R, 1, R * D, D, D)  # partials allocated contiguous; out [R, D] rows of D
+    grid = (S, B, Hkv * plan.token_blocks)
+    # after the tensors: the scalars and strides; the partials allocated per call as [S, R] and [S, R, D]
+    ints = (c.scale, extent, window or 0, plan.keys_per_split, q.stride(0), q.stride(1), kk.stride(-3),
+            kk.stride(-2), kk.stride(0) if paged else 0, None, R, R * D)
+    common = dict(HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
+                  HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], PDL=use_pdl)
+    descs = None
     if plan.gluon:
         from .kernel_decode_gluon import raw_layout, relbias_decode_gluon_kernel
-        k8, v8 = kk.view(torch.uint8), vv.view(torch.uint8)
-        tma_ok = _decode_tma_ok(k8, D, paged)
-        if gluon_tma:
+        tma_ok = _decode_tma_ok(kk.view(torch.uint8), D, paged)
+        if o["gdec_tma"]:
             require(tma_ok, "gluon_decode_tma", "TMA reads a contiguous cache with packed [Hkv, D] rows, a 16-byte "
                     "aligned start and a 16-byte multiple token stride")
-        use_tma = tma_ok if gluon_tma is None else gluon_tma
-        descs = {}
-        if use_tma:
+        use_tma = tma_ok if o["gdec_tma"] is None else o["gdec_tma"]
+        kw = dict(common, STAGES=plan.num_stages, CVT=plan.cvt, num_warps=4, BIAS_ASYNC=o["gdec_bias"],
+                  KREG=plan.kreg, BLOCK_N=plan.block_n, BANKS=bool(o["gdec_banks"]),
+                  **({"maxnreg": o["gdec_maxnreg"]} if o["gdec_maxnreg"] else {}), **pdl_launch(use_pdl))
+        if use_tma:  # descriptors of the call's cache, made per call: launched through Triton's dispatch
+            descs, layout, block_n = relbias_decode_gluon_kernel, raw_layout(D), plan.block_n
+            attn = None
+        else:
+            attn = Launch(relbias_decode_gluon_kernel, grid, kw)
+    else:
+        attn = Launch(relbias_decode_split_kernel, grid, dict(
+            common, BLOCK_R=plan.block_r, BLOCK_N=plan.block_n, FP8=c.fp8_kind, DOT_F32=interpreting(),
+            SPLIT_LOOPS=plan.split_loops, STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles,
+            DEC_FAST=plan.fast_interior, num_warps=plan.num_warps, num_stages=plan.num_stages,
+            **pdl_launch(use_pdl)))
+
+    def run(q, kk, vv, tab, out, lse, cu_q, cu_k, seqused_k, block_table, k_scale, v_scale):
+        m = torch.empty((S, R), dtype=torch.float32, device=q.device)
+        l = torch.empty((S, R), dtype=torch.float32, device=q.device)
+        acc = torch.empty((S, R, D), dtype=torch.float32, device=q.device)
+        dummy = cu_q
+        if plan.gluon:
+            kk, vv = kk.view(torch.uint8), vv.view(torch.uint8)
+        else:
+            k_scale, v_scale = (k_scale, v_scale) if fp8 else (tab, tab)
+        args = (q, kk, vv, tab, m, l, acc, cu_q, dummy if paged else cu_k, seqused_k if paged else dummy,
+                block_table if paged else dummy, k_scale, v_scale, *ints[:9],
+                block_table.stride(0) if paged else 0, *ints[10:])
+        if descs is not None:
             from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-            descs = dict(TMA=True, **{n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1],
-                                                          [plan.block_n, D], raw_layout(D))
-                                      for n, t in (("K_DESC", k8), ("V_DESC", v8))})
-        relbias_decode_gluon_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
-            q, k8, v8, tab, m, l, acc,
-            cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,
-            k_scale, v_scale, scale, tab.shape[1], window or 0, plan.keys_per_split,
-            q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), kk.stride(0) if paged else 0,
-            block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
-            HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, ROWS=plan.block_r, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
-            HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
-            STAGES=plan.num_stages, CVT=plan.cvt, PDL=use_pdl, num_warps=4, BIAS_ASYNC=gluon_bias_async,
-            KREG=plan.kreg, BLOCK_N=plan.block_n, BANKS=bool(gluon_banks),
-            **({"maxnreg": gluon_maxnreg} if gluon_maxnreg else {}),
-            **descs, **pdl_launch(use_pdl),
-        )
-        splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,
-                                   _lose_split=perturb == "split-lost")
-        return
-    relbias_decode_split_kernel[(plan.num_splits, B, Hkv * plan.token_blocks)](
-        q, kk, vv, tab, m, l, acc,
-        cu_q, dummy if paged else cu_k, seqused_k if paged else dummy, block_table if paged else dummy,
-        k_scale if fp8 else tab, v_scale if fp8 else tab,
-        scale, tab.shape[1], window or 0, plan.keys_per_split,
-        q.stride(0), q.stride(1), kk.stride(-3), kk.stride(-2), kk.stride(0) if paged else 0,
-        block_table.stride(0) if paged else 0, m.stride(0), acc.stride(0),
-        HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=plan.block_r, BLOCK_N=plan.block_n,
-        PAGED=paged, PAGE=kk.shape[1] if paged else 1, FP8=fp8_kind,
-        HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], DOT_F32=interpreting(),
-        SPLIT_LOOPS=plan.split_loops,
-        STRIP=plan.strip, STRIP_G=plan.strip_g, PAGE_TILES=plan.page_tiles, DEC_FAST=plan.fast_interior, PDL=use_pdl,
-        num_warps=plan.num_warps, num_stages=plan.num_stages,
-        **pdl_launch(use_pdl),
-    )
-    splitk.merge_partials_into(m, l, acc, out.view(R, D), lse.view(R), block_d=merge_block_d, pdl=use_pdl,
-                               _lose_split=perturb == "split-lost")
+            d = {n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [block_n, D], layout)
+                 for n, t in (("K_DESC", kk), ("V_DESC", vv))}
+            descs[grid](*args, TMA=True, **d, **kw)
+        else:
+            attn(*args)
+        merge(m, l, acc, out, lse, lse, *merge_ints)  # out [total_q, Hq, D] and lse contiguous: [R, D] / [R]
+    return run
 
 
 def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, *, k_scale=None,
