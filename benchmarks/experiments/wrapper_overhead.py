@@ -4,8 +4,9 @@ Runs under Triton's interpreter on a CPU with the interpreter's launch replaced 
 wrapper alone: option resolution, input checks (validate=False here, as a graph-captured or benched call makes
 them), the plan, buffers, and the launch arguments, for one call of sparse_int8 (decode, 1 row, the model's 32K
 shape), mqa_decode (16 heads x 1 token fp8, head-padded: the path off sm_90) and relbias (decode, 3 sequences).
-Best of 7 rounds of 400 calls, in us. On a GPU the launches add Triton's launcher and the driver
-(benchmarks/experiments/host_overhead.py measures the whole call there).
+Best of 7 rounds of 400 calls, in us, with the call cache (attnkit._callcache: a repeated layout's checks, options
+and plan kept) on and off, the two alternating round by round. On a GPU the launches add Triton's launcher and
+the driver (benchmarks/experiments/host_overhead.py measures the whole call there).
 
 Usage: TRITON_INTERPRET=1 python benchmarks/experiments/wrapper_overhead.py OUT.json
 """
@@ -20,6 +21,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import torch  # noqa: E402
 import triton.runtime.interpreter as interp  # noqa: E402
 
+from attnkit import _callcache  # noqa: E402
 from attnkit import env as envmod  # noqa: E402
 from attnkit.mqa_decode import mqa_decode_attention  # noqa: E402
 from attnkit.relbias import relbias_attention  # noqa: E402
@@ -31,14 +33,20 @@ interp.InterpretedFunction.__getitem__ = lambda self, grid: (lambda *a, **k: Non
 
 
 def best_us(f, n=400, rounds=7):
-    f()
-    best = float("inf")
+    """Best us per call with the call cache on and off, the settings alternating round by round."""
+    best = {True: float("inf"), False: float("inf")}
+    for on in (True, False):
+        _callcache.set_call_cache(on)
+        f()
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-    return round(best, 1)
+        for on in (True, False):
+            _callcache.set_call_cache(on)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            best[on] = min(best[on], (time.perf_counter() - t0) / n * 1e6)
+    _callcache.set_call_cache(None)
+    return {"cache on": round(best[True], 1), "cache off": round(best[False], 1)}
 
 
 def main():
@@ -61,10 +69,10 @@ def main():
             max_seqlen_k=300, out=ro, lse=rl, **kw)),
     }
     with open(sys.argv[1], "w") as f:
-        json.dump({"schema": 1, "env": envmod.record(), "what": "wrapper host us per call, launches stubbed",
+        json.dump({"schema": 1, "env": envmod.record(), "what": "wrapper host us per call, launches stubbed, call cache on / off",
                    "us_per_call": res}, f, indent=1)
     for k, v in res.items():
-        print(f"{k:44s} {v:7.1f} us")
+        print(f"{k:44s} cache on {v['cache on']:7.1f} us   off {v['cache off']:7.1f} us")
 
 
 if __name__ == "__main__":
