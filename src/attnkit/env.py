@@ -105,7 +105,8 @@ def tuning_options() -> list[dict]:
 
     from .options import IntOption, Switch
     out = []
-    for mod in ("attnkit.relbias.config", "attnkit.sparse_int8.config", "attnkit.mqa_decode.config", "attnkit.splitk"):
+    for mod in ("attnkit.relbias.config", "attnkit.sparse_int8.config", "attnkit.mqa_decode.config", "attnkit.splitk",
+                "attnkit._callcache"):
         m = importlib.import_module(mod)
         for obj in vars(m).values():
             if isinstance(obj, (Switch, IntOption)) and not obj.name.startswith("_"):
@@ -113,6 +114,8 @@ def tuning_options() -> list[dict]:
                     now = obj.resolve()
                 except ValueError as e:
                     now = f"error: {e}"
-                out.append(dict(family=mod.split(".")[1], keyword=obj.name, env=obj.env, default=obj.default,
+                fam = mod.split(".")[1]
+                out.append(dict(family="every op" if fam == "_callcache" else fam, keyword=obj.name, env=obj.env,
+                                default=obj.default,
                                 now=now, what=obj.what))
     return out
