@@ -6,7 +6,8 @@ ROUNDS rounds, the items alternating): an empty Triton kernel of 32 arguments (8
 8 constexprs, like this library's kernels) launched through Triton's JIT dispatch (``kernel[grid](...)``), the same
 compiled kernel launched through its CompiledKernel runner, and through its launcher with the stream and handles
 looked up once; ``torch.empty`` of a small CUDA tensor; ``torch.cuda.current_stream()``; and each op's call with
-validation off and caller buffers (as benched). On a CPU-only machine it exits with a message.
+validation off and caller buffers (as benched), with the call cache (attnkit._callcache) on and off. On a CPU-only
+machine it exits with a message.
 
 Usage: python benchmarks/experiments/launch_floor.py OUT.json
 """
@@ -51,7 +52,7 @@ def _ops():
               softmax_scale=r["softmax_scale"], k_scale=r.get("k_scale"), v_scale=r.get("v_scale"))
     ro, rl = torch.empty_like(r["q"]), torch.empty(r["q"].shape[:2], device="cuda")
     mxk = int((r["cu_seqlens_k"][1:] - r["cu_seqlens_k"][:-1]).max())
-    return {
+    calls = {
         "sparse_int8 decode 1 row (validate off)": lambda: sparse_int8_attention(
             *sa, scale=s["scale"], validate=False, out=so, lse=sl),
         "mqa_decode 16 heads x 1 token fp8, swap-AB (validate off)": lambda: mqa_decode_attention(
@@ -62,6 +63,20 @@ def _ops():
             r["q"], r["k"], r["v"], cu_seqlens_k=r["cu_seqlens_k"], validate=False, max_seqlen_q=1,
             max_seqlen_k=mxk, out=ro, lse=rl, **kw),
     }
+    out = {}
+    for name, f in calls.items():
+        out[name + ", cache on"] = _with_cache(f, True)
+        out[name + ", cache off"] = _with_cache(f, False)
+    return out
+
+
+def _with_cache(f, on):
+    from attnkit import _callcache
+
+    def g():
+        _callcache.set_call_cache(on)
+        f()
+    return g
 
 
 def main():
