@@ -188,6 +188,22 @@ def test_the_switch_turns_it_off(device, monkeypatch):
         sparse_int8_attention(*args, scale=scale)
 
 
+def test_the_package_level_switch_and_clear(device):
+    import attnkit
+    args, scale = _sparse(device)
+    try:
+        attnkit.set_call_cache(False)
+        sparse_int8_attention(*args, scale=scale)
+        assert not si_if._CALLS.entries
+        attnkit.set_call_cache(None)
+        sparse_int8_attention(*args, scale=scale)
+        assert len(si_if._CALLS.entries) == 1
+        attnkit.clear_call_cache()
+        assert not si_if._CALLS.entries
+    finally:
+        attnkit.set_call_cache(None)
+
+
 @pytest.mark.cuda
 def test_kept_launches_go_to_the_compiled_kernel_and_replay_in_graphs():
     """On a GPU a repeated call launches the kept compiled kernels directly: the same bits as Triton's dispatch,

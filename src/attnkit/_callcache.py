@@ -18,11 +18,13 @@ Launches: `Launch` wraps one kernel launch (kernel, grid, constexpr keywords). I
 JIT dispatch and keeps the compiled kernel it returns; later calls hand the arguments straight to that kernel's
 launcher on the current stream (what Triton's dispatch ends with), which the key makes safe: everything Triton
 specializes on (dtypes, pointer alignment, integer values derived from shapes and scalars) is fixed per entry.
-Under Triton's interpreter, with launch hooks set (a profiler), or for a kernel some code has replaced (a test's
-stand-in), launches go through the JIT dispatch every time.
+Under Triton's interpreter, with launch hooks set (a profiler), or for a stand-in that returns no compiled kernel
+(a test's recorder), launches go through ``kernel[grid](...)`` every time. An entry keeps the kernel object it was
+configured with: code that replaces a kernel, a rule or a module constant must call `clear()` after.
 
 ``ATTNKIT_CALL_CACHE=0`` (or ``attnkit.set_call_cache(False)``) turns the cache off: every call takes the full
-path. `clear()` empties every op's cache (tests call it between tests, since they patch rules and kernels).
+path. `clear()` (``attnkit.clear_call_cache()``) empties every op's cache (tests call it between tests, since they
+patch rules and kernels).
 """
 
 from __future__ import annotations
