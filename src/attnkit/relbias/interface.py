@@ -32,6 +32,7 @@ PERTURBATIONS = {None: 0, "bias-dropped": 1, "bias-shifted-kv-block": 2, "window
                  "split-lost": 0, "token-block-dropped": 5}
 _KV_DTYPES = (torch.bfloat16, torch.float16, torch.float8_e4m3fn)
 _CALLS = CallCache("relbias", _config, splitk, _runtime)  # the options of these modules key its entries
+_WRITES = CallCache("relbias_write_kv", _config, splitk, _runtime)
 
 
 def _check_cu(name, cu, device):
@@ -650,6 +651,43 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
     """Append new tokens' k, v [total_new, Hkv, D] into a paged cache at positions seqused_k[b] + i
     (quantizing to fp8 when the cache is fp8). The caller advances seqused_k afterwards. ``pdl``
     (``ATTNKIT_PDL``): launched as a programmatic dependent (CUDA sm_90+; off, not timed)."""
+    key = _WRITES.key((k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale, v_scale),
+                      (validate, pdl, _off_by_one))
+    w = _WRITES.get(key)
+    if w is None:
+        w = _configure_write(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale, v_scale,
+                             validate, pdl, _off_by_one)
+        _WRITES.put(key, w)
+    fp8 = w.fp8
+    if w.validate:  # one wait for the GPU: the offsets, lengths, block table and scales copied
+        cu, su, bt, *scales = to_host(cu_seqlens_new, seqused_k, block_table, *((k_scale, v_scale) if fp8 else ()))
+        require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
+                "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
+        su = su.long()
+        require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
+        end = su + (cu[1:] - cu[:-1]).long()
+        bs = k_cache.shape[1]
+        require(bool((end <= block_table.shape[1] * bs).all()), "block_table",
+                "has too few columns for the new tokens")
+        _check_block_ids(bt, su // bs, -(-end // bs), k_cache.shape[0])
+        for n, s in zip(("k_scale", "v_scale"), scales):
+            require(bool((torch.isfinite(s) & (s > 0)).all()), n, "must be finite and positive")
+    if w.launch is not None:
+        w.launch(k_new, v_new, k_cache, v_cache, cu_seqlens_new, seqused_k, block_table,
+                 k_scale if fp8 else k_new, v_scale if fp8 else k_new, *w.ints)
+
+
+class _Write(NamedTuple):
+    """What a relbias_write_kv call decides from its arguments' layouts (attnkit._callcache)."""
+    validate: bool
+    fp8: bool
+    launch: object  # Launch, or None (no new token)
+    ints: tuple
+
+
+def _configure_write(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale, v_scale,
+                     validate, pdl, _off_by_one) -> _Write:
+    """Every check and decision of a relbias_write_kv call that its arguments' layouts fix."""
     for n, t in (("k_new", k_new), ("v_new", v_new)):
         require(isinstance(t, torch.Tensor) and t.dim() == 3 and t.dtype in (torch.bfloat16, torch.float16), n,
                 "must be a bfloat16 / float16 [total_new, Hkv, D] tensor")
@@ -680,27 +718,11 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
     require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1
             and seqused_k.numel() == B and seqused_k.is_contiguous() and seqused_k.device == k_new.device,
             "seqused_k", f"must be a contiguous int32 [B={B}] tensor on {k_new.device}")
-    if validate:  # one wait for the GPU: the offsets, lengths, block table and scales copied
-        cu, su, bt, *scales = to_host(cu_seqlens_new, seqused_k, block_table, *((k_scale, v_scale) if fp8 else ()))
-        require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
-                "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
-        su = su.long()
-        require(bool((su >= 0).all()), "seqused_k", "must be non-negative")
-        end = su + (cu[1:] - cu[:-1]).long()
-        bs = k_cache.shape[1]
-        require(bool((end <= block_table.shape[1] * bs).all()), "block_table",
-                "has too few columns for the new tokens")
-        _check_block_ids(bt, su // bs, -(-end // bs), k_cache.shape[0])
-        for n, s in zip(("k_scale", "v_scale"), scales):
-            require(bool((torch.isfinite(s) & (s > 0)).all()), n, "must be finite and positive")
     if k_new.shape[0] == 0:
-        return
+        return _Write(bool(validate), fp8, None, ())
     from .kernel_write import relbias_write_kv_kernel
-    relbias_write_kv_kernel[(k_new.shape[0], Hkv)](
-        k_new, v_new, k_cache, v_cache, cu_seqlens_new, seqused_k, block_table,
-        k_scale if fp8 else k_new, v_scale if fp8 else k_new, B,
-        k_new.stride(0), k_new.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-        block_table.stride(0),
+    launch = Launch(relbias_write_kv_kernel, (k_new.shape[0], Hkv), dict(
         HEAD_DIM=D, PAGE=k_cache.shape[1], FP8=fp8, BSEARCH_STEPS=max(1, (B + 1).bit_length() + 1),
-        OFF_BY_ONE=1 if _off_by_one else 0, PDL=use_pdl, **pdl_launch(use_pdl),
-    )
+        OFF_BY_ONE=1 if _off_by_one else 0, PDL=use_pdl, **pdl_launch(use_pdl)))
+    return _Write(bool(validate), fp8, launch, (B, k_new.stride(0), k_new.stride(1), k_cache.stride(0),
+                                                k_cache.stride(1), k_cache.stride(2), block_table.stride(0)))
