@@ -608,7 +608,8 @@ def _decode_plan(c, q, kk, vv, extent, max_seqlen_q, max_seqlen_k):
             require(tma_ok, "gluon_decode_tma", "TMA reads a contiguous cache with packed [Hkv, D] rows, a 16-byte "
                     "aligned start and a 16-byte multiple token stride")
         use_tma = tma_ok if o["gdec_tma"] is None else o["gdec_tma"]
-        kw = dict(common, STAGES=plan.num_stages, CVT=plan.cvt, num_warps=4, BIAS_ASYNC=o["gdec_bias"],
+        kw = dict(common, ROWS=plan.block_r, STAGES=plan.num_stages, CVT=plan.cvt, num_warps=4,
+                  BIAS_ASYNC=o["gdec_bias"],
                   KREG=plan.kreg, BLOCK_N=plan.block_n, BANKS=bool(o["gdec_banks"]),
                   **({"maxnreg": o["gdec_maxnreg"]} if o["gdec_maxnreg"] else {}), **pdl_launch(use_pdl))
         if use_tma:  # descriptors of the call's cache, made per call: launched through Triton's dispatch
