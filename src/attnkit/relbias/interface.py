@@ -294,6 +294,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     tab = table.float().contiguous() if table.dtype != torch.float32 or not table.is_contiguous() else table
     route = c.routes.get(max_seqlen_q)
     if route is None:
+        if len(c.routes) >= _MAX_PLANS:
+            c.routes.clear()
         route = c.routes[max_seqlen_q] = _route(c, q, kk, max_seqlen_q)
     if route == "decode":
         if max_seqlen_k is None and longest_k is not None:
@@ -341,7 +343,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     return out, lse
 
 
-_MAX_PLANS = 256  # decode plans kept per layout (one per (max_seqlen_q, max_seqlen_k) seen); emptied past it
+# routes / decode plans kept per layout (per max_seqlen_q / (max_seqlen_q, max_seqlen_k)); emptied past it
+_MAX_PLANS = 256
 
 
 class _Config(NamedTuple):
