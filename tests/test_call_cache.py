@@ -68,6 +68,41 @@ def test_mqa_decode_repeat_hits_and_gives_the_same_bits(device):
     assert n2 - n1 == n1 - n0 > 0 and log[n0:n1] == log[n1:n2]
 
 
+@pytest.mark.parametrize("case", ["relbias-decode-b3-k203", "relbias-paged-bs16-decode"])
+def test_relbias_repeat_hits_and_keeps_plans_per_max_seqlen(device, case):
+    """relbias keeps its layout's decisions once, its route per max_seqlen_q and its decode plan per (max_seqlen_q,
+    max_seqlen_k): given, read by the value checks, or read from the device."""
+    from attnkit.relbias import interface as rb_if
+    from attnkit.relbias import relbias_attention
+    i = make_inputs(get(case), device)
+    kv = dict(k_cache=i["k_cache"], v_cache=i["v_cache"], block_table=i["block_table"], seqused_k=i["seqused_k"]) \
+        if "k_cache" in i else dict(k=i["k"], v=i["v"], cu_seqlens_k=i["cu_seqlens_k"])
+    kw = dict(cu_seqlens_q=i["cu_seqlens_q"], table=i["table"], window=i["window"], beyond=i["beyond"],
+              softmax_scale=i["softmax_scale"], k_scale=i.get("k_scale"), v_scale=i.get("v_scale"), **kv)
+    lens = i["seqused_k"] if "k_cache" in i else i["cu_seqlens_k"][1:] - i["cu_seqlens_k"][:-1]
+    mk = int(lens.max())
+    ref = _uncached(lambda: relbias_attention(i["q"], **kw))
+    got = [relbias_attention(i["q"], **kw) for _ in range(2)]  # lengths from the value checks
+    got += [relbias_attention(i["q"], validate=False, **kw) for _ in range(2)]  # read from the device
+    got += [relbias_attention(i["q"], max_seqlen_q=1, max_seqlen_k=mk, **kw) for _ in range(2)]  # given
+    cache = rb_if._CALLS
+    assert (cache.misses, cache.hits) == (3, 3)
+    assert all(_same(ref, g) for g in got)
+    (c,) = [e for e in cache.entries.values() if not e.validate]
+    assert set(c.routes.values()) == {"decode"} and set(c.plans) == {(1, mk)}
+    # the same layout with shorter keys (lengths changed in place): a second decode plan in the same entry
+    if "k_cache" in i:
+        i["seqused_k"].copy_((i["seqused_k"] + 1) // 2)
+    else:
+        cu = i["cu_seqlens_k"]
+        cu[1:].copy_(torch.cumsum((cu[1:] - cu[:-1] + 1) // 2, 0).to(cu.dtype))
+    mk2 = int(lens.max()) if "k_cache" in i else int((i["cu_seqlens_k"][1:] - i["cu_seqlens_k"][:-1]).max())
+    assert mk2 < mk
+    short = relbias_attention(i["q"], validate=False, **kw)
+    assert set(c.plans) == {(1, mk), (1, mk2)}
+    assert _same(_uncached(lambda: relbias_attention(i["q"], **kw)), short)
+
+
 def test_tensor_values_are_never_kept(device):
     """A scalar argument given as a tensor is read by value, which the key does not hold: such a call takes the
     full path every time, so a second value is not answered with the first's decisions."""
