@@ -1,5 +1,7 @@
 """Host side of mqa_decode: the record writer and the decode (head-padded and swap-AB kernels, one finishing merge).
-Records and semantics: docs/mqa_decode.md and attnkit.reference.mqa_decode."""
+Records and semantics: docs/mqa_decode.md and attnkit.reference.mqa_decode. A call's layout-dependent decisions
+(_configure, _configure_write) are kept per argument layout (attnkit._callcache); value checks and launches run every
+call."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Host side of relbias: validation, dispatch and launch. Kernels: kernel_fwd.py; launch rules:
-config.py; semantics: docs/relbias.md and attnkit.reference.relbias."""
+config.py; semantics: docs/relbias.md and attnkit.reference.relbias. A call's layout-dependent decisions
+(_configure, _configure_write) are kept per argument layout (attnkit._callcache), its route per max_seqlen_q and its
+decode launches per (max_seqlen_q, max_seqlen_k); value checks and launches run every call."""
 
 from __future__ import annotations
 

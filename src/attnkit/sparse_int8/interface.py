@@ -1,5 +1,6 @@
 """Host side of sparse_int8: options, validation, plan, launch. Kernel: kernel.py; rules: config.py;
-semantics: docs/sparse_int8.md and attnkit.reference.sparse_int8."""
+semantics: docs/sparse_int8.md and attnkit.reference.sparse_int8. A call's layout-dependent decisions (_configure) are
+kept per argument layout (attnkit._callcache); its value checks and launches run every call."""
 
 from __future__ import annotations
 
