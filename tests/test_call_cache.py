@@ -151,6 +151,22 @@ def test_bad_input_is_never_kept(device):
         sparse_int8_attention(*args[:5], args[5].tolist(), scale=scale)
 
 
+def test_a_non_tensor_q_is_a_value_error_naming_it(device):
+    """A list where q belongs takes the full path (no key) and its checks name it, on every op (relbias resolved
+    its pdl option from q's device before checking q, an AttributeError, until its checks came first)."""
+    from attnkit.relbias import relbias_attention
+    args, scale = _sparse(device)
+    with pytest.raises(ValueError, match="q"):
+        sparse_int8_attention(args[0].tolist(), *args[1:], scale=scale)
+    margs = _mqa(device)
+    with pytest.raises(ValueError, match="q"):
+        mqa_decode_attention(margs[0].tolist(), *margs[1:])
+    i = make_inputs(get("relbias-decode-b3-k203"), device)
+    with pytest.raises(ValueError, match="q"):
+        relbias_attention(i["q"].tolist(), i["k"], i["v"], cu_seqlens_q=i["cu_seqlens_q"],
+                          cu_seqlens_k=i["cu_seqlens_k"], table=i["table"])
+
+
 def test_layouts_and_alignments_select_entries(device):
     args, scale = _sparse(device)
     q, k, v = args[:3]

@@ -13,6 +13,7 @@ import torch
 import triton
 
 from .. import _runtime, splitk
+from ..splitk import PDL as PDL_OPT
 from .._callcache import CallCache, Launch
 from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch, require, resolve_pdl, to_host
 from ..contract import BIAS_BEYOND_MODES
@@ -387,7 +388,7 @@ def _configure(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_tabl
              strip=BIAS_STRIP.resolve(bias_strip), page_tiles=PAGE_TILES.resolve(page_tiles),
              dec_fast=DECODE_FAST_INTERIOR.resolve(decode_fast_interior), tma=KV_TMA.resolve(kv_tma),
              fast=FAST_INTERIOR.resolve(fast_interior), heavy=HEAVY_FIRST.resolve(heavy_first),
-             split=SPLIT_LOOPS.resolve(split_loops), use_pdl=resolve_pdl(pdl, q.device),
+             split=SPLIT_LOOPS.resolve(split_loops), pdl=PDL_OPT.resolve(pdl),
              gpipe=GLUON_PIPE.resolve(gluon_pipe), ggather=GLUON_BIAS_GATHER.resolve(gluon_bias_gather),
              gearly=GLUON_BIAS_EARLY.resolve(gluon_bias_early), gpsmem=GLUON_P_SMEM.resolve(gluon_p_smem),
              glazy=GLUON_LAZY_RESCALE.resolve(gluon_lazy_rescale), gacc=GLUON_BIAS_ACC.resolve(gluon_bias_acc),
@@ -408,6 +409,7 @@ def _configure(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_tabl
     paged, fp8, Hkv, B = _validate(
         q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table, seqused_k, table, window, beyond,
         softmax_scale, k_scale, v_scale, max_seqlen_q, max_seqlen_k)
+    o["use_pdl"] = resolve_pdl(pdl, q.device)  # q checked first: a non-tensor q is a ValueError naming it
     total_q, Hq, D = q.shape
     f16_cvt, asm_cvt = o["f16_cvt"], o["asm_cvt"]
     require(not (f16_cvt and asm_cvt), "fp8_asm_cvt", "cannot be combined with fp8_f16_cvt (two conversions)")
