@@ -34,7 +34,8 @@ import types
 import torch
 from triton import knobs as _knobs
 
-from .options import IntOption, Switch, env_snapshot, getenv
+from ._runtime import interpreting
+from .options import IntOption, Switch, env_snapshot
 
 CALL_CACHE = Switch("call_cache", "ATTNKIT_CALL_CACHE", True,
                     "keep each op's layout-dependent decisions (checks, options, plan, compiled kernels) per "
@@ -181,13 +182,13 @@ class Launch:
 
     def _jit(self, args):
         k = self.kernel
-        if self.prepare is not None and not _options_interpreting():
+        if self.prepare is not None and not interpreting():
             compiled = k.warmup(*args, grid=self.grid, **self.kwargs)
             if hasattr(compiled, "result"):
                 compiled = compiled.result()
             self.prepare(compiled)
         compiled = k[self.grid](*args, **self.kwargs)
-        if compiled is None or _options_interpreting() or _hooks_set() or not hasattr(compiled, "packed_metadata"):
+        if compiled is None or interpreting() or _hooks_set() or not hasattr(compiled, "packed_metadata"):
             return
         tail = _tail(k, len(args), self.kwargs)
         if tail is None:
@@ -199,10 +200,6 @@ class Launch:
         self.stream_of = lambda: get_stream(dev)
         self.tail = tail
         self.compiled = compiled
-
-
-def _options_interpreting() -> bool:
-    return getenv("TRITON_INTERPRET") == "1"
 
 
 def _tail(kernel, n_pos: int, kwargs: dict):

@@ -310,7 +310,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         if plan is None:
             if len(c.plans) >= _MAX_PLANS:
                 c.plans.clear()
-            plan = c.plans[(max_seqlen_q, max_seqlen_k)] = _decode_plan(c, q, kk, vv, tab.shape[1],
+            plan = c.plans[(max_seqlen_q, max_seqlen_k)] = _decode_plan(c, q, kk, vv, block_table, tab.shape[1],
                                                                        max_seqlen_q, max_seqlen_k)
         plan(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, k_scale, v_scale)
         return out, lse
@@ -571,7 +571,7 @@ def _kv_descriptor(t, block_n, paged):
     return TensorDescriptor(t, [n, hkv * d], [t.stride(0), 1], [block_n, d])
 
 
-def _decode_plan(c, q, kk, vv, extent, max_seqlen_q, max_seqlen_k):
+def _decode_plan(c, q, kk, vv, block_table, extent, max_seqlen_q, max_seqlen_k):
     """The decode path's launches for this layout at (max_seqlen_q, max_seqlen_k): the split plan, the attention
     kernel (Triton, or the Gluon fp8 kernel by its option or rule) and the merge, as one callable taking the call's
     tensors."""
@@ -604,7 +604,7 @@ def _decode_plan(c, q, kk, vv, extent, max_seqlen_q, max_seqlen_k):
     grid = (S, B, Hkv * plan.token_blocks)
     # after the tensors: the scalars and strides; the partials allocated per call as [S, R] and [S, R, D]
     ints = (c.scale, extent, window or 0, plan.keys_per_split, q.stride(0), q.stride(1), kk.stride(-3),
-            kk.stride(-2), kk.stride(0) if paged else 0, None, R, R * D)
+            kk.stride(-2), kk.stride(0) if paged else 0, block_table.stride(0) if paged else 0, R, R * D)
     common = dict(HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, PAGED=paged, PAGE=kk.shape[1] if paged else 1,
                   HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], PDL=use_pdl)
     descs = None
@@ -641,8 +641,7 @@ def _decode_plan(c, q, kk, vv, extent, max_seqlen_q, max_seqlen_k):
         else:
             k_scale, v_scale = (k_scale, v_scale) if fp8 else (tab, tab)
         args = (q, kk, vv, tab, m, l, acc, cu_q, dummy if paged else cu_k, seqused_k if paged else dummy,
-                block_table if paged else dummy, k_scale, v_scale, *ints[:9],
-                block_table.stride(0) if paged else 0, *ints[10:])
+                block_table if paged else dummy, k_scale, v_scale, *ints)
         if descs is not None:
             from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
             d = {n: TensorDescriptor(t, [t.shape[0], Hkv * D], [t.stride(0), 1], [block_n, D], layout)
