@@ -1267,6 +1267,36 @@ SWEEPS["mqa-gluon-one-tile"] = Sweep(
      ("step-one-tile", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_one_tile=True))))
 
 
+SWEEPS["mqa-gluon-t1-combos"] = Sweep(
+    "mqa_decode", "the two Gluon swap-AB options that were each within 2 % at 16 heads x 1 token (a tile's record "
+    "loads chunk by chunk, gluon_loads_first off: 1.016 over nvfp4; one tile per split compiled as such, "
+    "gluon_one_tile: 1.004) together, against the rule and each alone, with the head-padded kernel in the same run "
+    "for the paired ratio the 2.2x target is about; 16 heads x 1 / 2 tokens x nvfp4 / fp8, attention with its merge",
+    ("mqa_decode-step-h16-t1-nvfp4", "mqa_decode-step-h16-t2-nvfp4", "mqa_decode-step-h16-t1-fp8"),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("loads-apart", dict(kernel="swapab", gluon=True, gluon_loads_first=False)),
+     ("one-tile", dict(kernel="swapab", gluon=True, gluon_one_tile=True)),
+     ("loads-apart-one-tile", dict(kernel="swapab", gluon=True, gluon_loads_first=False, gluon_one_tile=True)),
+     ("headpad", dict(kernel="headpad"))))
+
+
+SWEEPS["mqa-gluon-two-per-sm-one-tile"] = Sweep(
+    "mqa_decode", "two 8-warp programs per SM (registers capped at 128, gluon_maxnreg) now that one tile per split "
+    "compiles without its list loops (gluon_one_tile: 135 / 177 registers uncapped over nvfp4 / fp8): at 16 tokens "
+    "the split rule then takes 10 splits of one 64-slot tile (160 programs in one wave, prologue level 2) instead of "
+    "5 wide tiles, merged in exact clusters of 10 or apart; against the rule (wide tiles in clusters of 5) and the "
+    "same 10 one-tile splits at one program per SM (two waves), 16 heads x 12 / 16 tokens x fp8 / nvfp4, attention "
+    "with its merge",
+    _mqa_steps((16,), (12, 16)),
+    (("rule", dict(kernel="swapab", gluon=True)),
+     ("two-one-tile-cluster", dict(kernel="swapab", gluon=True, gluon_maxnreg=128, gluon_prologue=2,
+                                   gluon_one_tile=True, gluon_cluster=True, gluon_cluster_exact=True)),
+     ("two-one-tile-apart", dict(kernel="swapab", gluon=True, gluon_maxnreg=128, gluon_prologue=2,
+                                 gluon_one_tile=True, gluon_cluster=False)),
+     ("one-tile-10-cluster", dict(kernel="swapab", gluon=True, num_splits=10, gluon_prologue=2,
+                                  gluon_one_tile=True, gluon_cluster=True, gluon_cluster_exact=True))))
+
+
 SWEEPS["mqa-writer-loads-first"] = Sweep(
     "mqa_decode", "whole steps with the record writer's row loads together (writer_loads_first: the slot, position "
     "and latent at once, two dependent round trips instead of three) against the rule, both kernels as in the "
