@@ -76,3 +76,45 @@ def test_getenv_reads_the_environment_live(monkeypatch):
     assert getenv(name) == ""
     monkeypatch.setattr(os, "environ", {name: "7"})
     assert getenv(name) == "7"
+
+
+def test_committed_options_doc_is_what_report_generates(monkeypatch):
+    """docs/options.md is generated from the option objects (attnkit report): the committed file equals what they
+    give now, names every variable once (diagnostics included), and goes stale when an option is added."""
+    import pathlib
+
+    from attnkit import env
+    from attnkit.mqa_decode import config as mqa_config
+    from attnkit.options import Switch
+    doc = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text()
+    assert doc == env.options_reference(), "docs/options.md is stale: run `attnkit report`"
+    for fam, obj in env._option_objects():
+        assert doc.count(f"`{obj.env}`") == 1, obj.env
+    monkeypatch.setattr(mqa_config, "PROBE_OPTION", Switch("probe", "ATTNKIT_MQA_PROBE", False, "a probe"),
+                        raising=False)
+    assert "ATTNKIT_MQA_PROBE" in env.options_reference() != doc
+
+
+def test_every_module_defining_an_option_is_scanned():
+    """attnkit env and docs/options.md walk env.OPTION_MODULES: no other module under src defines an option."""
+    import pathlib
+    import re
+
+    from attnkit import env
+    src = pathlib.Path(__file__).resolve().parents[1] / "src"
+    defining = {".".join(p.relative_to(src).with_suffix("").parts) for p in src.rglob("*.py")
+                if re.search(r"^\w+ = (Switch|IntOption)\(", p.read_text(), re.M) and p.name != "options.py"}
+    assert defining == set(env.OPTION_MODULES), defining ^ set(env.OPTION_MODULES)
+
+
+def test_options_doc_names_the_ops_that_take_each_keyword():
+    """The doc's "keyword argument of" column: an op is named only where its signature (or mqa_decode_step's
+    forwarding) takes the keyword; an option no op takes says so."""
+    from attnkit import env
+    rows = {line.split("|")[2].strip(" `"): line for line in env.options_reference().splitlines()
+            if line.startswith("| `")}
+    assert "mqa_write_records (as `loads_first`)" in rows["ATTNKIT_MQA_WRITER_LOADS_FIRST"]
+    assert "none: the environment variable only" in rows["ATTNKIT_MQA_SWAPAB_WARPS"]
+    assert "relbias_attention" not in rows["ATTNKIT_MQA_SWAPAB_WARPS"]
+    assert "sparse_int8_attention" in rows["ATTNKIT_SPARSE_INT8_WARPS"]
+    assert "mqa_decode_step" not in rows["ATTNKIT_MQA_PDL_EARLY_INPUTS"]

@@ -98,24 +98,108 @@ def kernel_paths() -> list[dict]:
     ]
 
 
-def tuning_options() -> list[dict]:
-    """Every tuning option (attnkit.options.Switch / IntOption) the ops read: keyword, variable, default,
-    the value in this environment (or the error a bad one raises), and what it does."""
+# the modules whose Switch / IntOption objects the ops read (a test checks that no other module defines one)
+OPTION_MODULES = ("attnkit.relbias.config", "attnkit.sparse_int8.config", "attnkit.mqa_decode.config",
+                  "attnkit.splitk", "attnkit._callcache")
+
+
+def _option_objects():
+    """(family, option) for every Switch / IntOption of OPTION_MODULES, in module order then definition order;
+    diagnostics options (a keyword starting with "_": wrong results by design) included."""
     import importlib
 
     from .options import IntOption, Switch
+    for mod in OPTION_MODULES:
+        fam = mod.split(".")[1]
+        for obj in vars(importlib.import_module(mod)).values():
+            if isinstance(obj, (Switch, IntOption)):
+                yield ("every op" if fam == "_callcache" else fam), obj
+
+
+def tuning_options() -> list[dict]:
+    """Every tuning option (attnkit.options.Switch / IntOption) the ops read: keyword, variable, default,
+    the value in this environment (or the error a bad one raises), and what it does."""
     out = []
-    for mod in ("attnkit.relbias.config", "attnkit.sparse_int8.config", "attnkit.mqa_decode.config", "attnkit.splitk",
-                "attnkit._callcache"):
-        m = importlib.import_module(mod)
-        for obj in vars(m).values():
-            if isinstance(obj, (Switch, IntOption)) and not obj.name.startswith("_"):
-                try:
-                    now = obj.resolve()
-                except ValueError as e:
-                    now = f"error: {e}"
-                fam = mod.split(".")[1]
-                out.append(dict(family="every op" if fam == "_callcache" else fam, keyword=obj.name, env=obj.env,
-                                default=obj.default,
-                                now=now, what=obj.what))
+    for fam, obj in _option_objects():
+        if obj.name.startswith("_"):
+            continue
+        try:
+            now = obj.resolve()
+        except ValueError as e:
+            now = f"error: {e}"
+        out.append(dict(family=fam, keyword=obj.name, env=obj.env, default=obj.default, now=now, what=obj.what))
     return out
+
+
+def _option_keywords() -> dict:
+    """(family, keyword) -> the public ops of that family that take it as a keyword argument (by their signatures; mqa_decode_step forwards
+    mqa_decode_attention's and takes the writer's as writer_*; mqa_write_records names the writer's without it)."""
+    import inspect
+
+    from .mqa_decode import interface as mqa
+    from .relbias import interface as rb
+    from .sparse_int8 import interface as si
+    ops = [si.sparse_int8_attention, mqa.mqa_decode_attention, mqa.mqa_decode_step, mqa.mqa_decode_warmup,
+           mqa.mqa_write_records, rb.relbias_attention, rb.relbias_write_kv]
+    alias = {("mqa_write_records", "loads_first"): "writer_loads_first",
+             ("mqa_write_records", "release_early"): "writer_release_early"}
+    out: dict = {}
+    for op in ops:
+        names = [n for n, p in inspect.signature(op).parameters.items() if p.kind is p.KEYWORD_ONLY]
+        if op is mqa.mqa_decode_step:
+            names += [n for n, p in inspect.signature(mqa.mqa_decode_attention).parameters.items()
+                      if p.kind is p.KEYWORD_ONLY and n != "pdl_early_inputs"]  # (the step sets it)
+            names += ["writer_loads_first", "writer_release_early"]
+        for n in names:
+            key = alias.get((op.__name__, n), n)
+            label = op.__name__ if key == n else f"{op.__name__} (as `{n}`)"
+            fam = op.__module__.split(".")[1]
+            if label not in out.setdefault((fam, key), []):
+                out[(fam, key)].append(label)
+    return out
+
+
+def options_reference() -> str:
+    """docs/options.md, generated from the option objects themselves (`attnkit report` writes it; a test checks
+    that the committed file is what this returns): every option's keyword, variable, default, accepted values and
+    description, per family; the diagnostics options apart."""
+    from .options import Switch
+
+    def cell(x) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    kw = _option_keywords()
+
+    def row(fam, obj) -> str:
+        fams = (fam,) if fam in ("relbias", "sparse_int8", "mqa_decode") else ("sparse_int8", "mqa_decode", "relbias")
+        ops = ", ".join(o for f in fams for o in kw.get((f, obj.name), [])) or "none: the environment variable only"
+        if isinstance(obj, Switch):
+            default = "the rule" if obj.default is None else ("on" if obj.default else "off")
+            accepts = "`True` / `False`, `\"0\"` / `\"1\"`"
+        else:
+            default = "the rule" if obj.default is None else str(obj.default)
+            accepts = f"a whole integer in [{obj.lo}, {obj.hi}]"
+        return f"| `{obj.name}` | `{obj.env}` | {default} | {accepts} | {ops} | {cell(obj.what)} |"
+
+    head = ("| keyword | environment variable | default | accepts | keyword argument of | what it does |\n"
+            "|---|---|---|---|---|---|")
+    lines = ["# Tuning options", "",
+             "Generated by `attnkit report` from the option objects in `attnkit/*/config.py`, `attnkit/splitk.py` and",
+             "`attnkit/_callcache.py`; do not edit. Each option is an environment variable and, where the column says so,",
+             "a keyword argument of those ops; an explicit argument beats the variable, the variable the default. A",
+             "switch accepts exactly `\"0\"` or `\"1\"` (or a bool), an integer option a whole decimal integer in its",
+             "range (some accept only the values their description names); anything else raises a `ValueError`",
+             "naming the option when the op is configured. \"The rule\": decided per launch by the family's launch",
+             "rule, whose evidence is written beside it in the family's `config.py`. `attnkit env` lists the same",
+             "options with their values in the current environment.", ""]
+    fams: dict = {}
+    diag = []
+    for fam, obj in _option_objects():
+        (diag if obj.name.startswith("_") else fams.setdefault(fam, [])).append((fam, obj))
+    for fam, objs in fams.items():
+        lines += [f"## {fam}", "", head] + [row(f, o) for f, o in objs] + [""]
+    if diag:
+        lines += ["## Diagnostics (wrong results by design: for timing where a kernel's time goes, never for "
+                  "serving)", "", "| family " + head.split("\n")[0], "|---" + head.split("\n")[1]]
+        lines += [f"| {fam} " + row(fam, o) for fam, o in diag] + [""]
+    return "\n".join(lines)

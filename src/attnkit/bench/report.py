@@ -1,5 +1,5 @@
 """``attnkit report``: regenerate the README status tables and docs/figures from the committed artifacts
-under ``benchmarks/results/`` alone. Deterministic: running it twice changes no byte.
+under ``benchmarks/results/`` alone, and docs/options.md from the option objects. Deterministic: running it twice changes no byte.
 """
 
 from __future__ import annotations
@@ -288,6 +288,9 @@ def run_report(args) -> int:
             fig = fig_path.relative_to(root).as_posix()
         text = update_readme(text, fam, family_section(fam, latest, root, fig, arts))
     readme.write_text(text)
+    from ..env import options_reference
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "options.md").write_text(options_reference())
     n = len({p for v in latest.values() for p, _, _ in v})
     print(f"README status tables regenerated from {n} artifact(s)", file=sys.stderr)
     return 0
