@@ -18,18 +18,13 @@ Usage: python benchmarks/experiments/mqa_step_parts.py OUT.json [case ...]
 (default 16 / 32 heads x 1 / 2 tokens x fp8 / nvfp4). Prints a table last.
 """
 
-import json
 import sys
-import time
 
 import torch
 
-from attnkit import env as envmod
-from attnkit.bench.harness import bench_case
+from attnkit.bench.harness import bench_experiment
 from attnkit.bench.providers import Provider, _mqa_insert, _mqa_ours
-from attnkit.bench.roofline import measure_ceilings
 from attnkit.mqa_decode import mqa_write_records
-from attnkit.testing.shapes import get as get_case
 
 
 def _step(kernel, write=True):
@@ -74,18 +69,7 @@ def main():
     out_path = sys.argv[1]
     ids = sys.argv[2:] or [f"mqa_decode-step-h{h}-t{t}-{f}" for f in ("fp8", "nvfp4") for h in (16, 32)
                            for t in (1, 2)]
-    env = envmod.record()
-    ceil = measure_ceilings()
-    env.update(ceil)
-    l2 = env.get("l2_bytes") or (50 << 20)
-    rows = []
-    t0 = time.time()
-    for cid in ids:
-        print(f"{cid} ({time.time() - t0:.0f}s)", flush=True)
-        rows += bench_case(get_case(cid), providers(), rounds=5, warm_l2=False, ceilings=ceil, l2_bytes=l2)
-    doc = {"what": __doc__.split("\n")[0], "env": env, "rows": rows}
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
+    rows = bench_experiment(ids, providers, __doc__.split("\n")[0], out_path)
     short = [c.replace("mqa_decode-step-", "") for c in ids]
     print(f"{'setting':20s} " + " ".join(f"{c:>13s}" for c in short) + "   (median us)")
     for p in providers():

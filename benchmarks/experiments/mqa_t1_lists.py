@@ -20,17 +20,12 @@ Usage: python benchmarks/experiments/mqa_t1_lists.py OUT.json [case ...]
 (default 16 heads x 1 token x nvfp4 / fp8 and 16 heads x 2 tokens x nvfp4). Prints a table last.
 """
 
-import json
 import sys
-import time
 
 import torch
 
-from attnkit import env as envmod
-from attnkit.bench.harness import bench_case
+from attnkit.bench.harness import bench_experiment
 from attnkit.bench.providers import Provider, _mqa_ours
-from attnkit.bench.roofline import measure_ceilings
-from attnkit.testing.shapes import get as get_case
 
 
 def _emptied(which, part):
@@ -63,18 +58,7 @@ def main():
     out_path = sys.argv[1]
     ids = sys.argv[2:] or ["mqa_decode-step-h16-t1-nvfp4", "mqa_decode-step-h16-t1-fp8",
                            "mqa_decode-step-h16-t2-nvfp4"]
-    env = envmod.record()
-    ceil = measure_ceilings()
-    env.update(ceil)
-    l2 = env.get("l2_bytes") or (50 << 20)
-    rows = []
-    t0 = time.time()
-    for cid in ids:
-        print(f"{cid} ({time.time() - t0:.0f}s)", flush=True)
-        rows += bench_case(get_case(cid), providers(), rounds=5, warm_l2=False, ceilings=ceil, l2_bytes=l2)
-    doc = {"what": __doc__.split("\n")[0], "env": env, "rows": rows}
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
+    rows = bench_experiment(ids, providers, __doc__.split("\n")[0], out_path)
     short = [c.replace("mqa_decode-step-", "") for c in ids]
     print(f"{'setting':14s} " + " ".join(f"{c:>22s}" for c in short) + "   (median us; rule / setting, paired)")
     for p in providers():

@@ -17,20 +17,15 @@ Usage: python benchmarks/experiments/sparse_int8_decode_parts.py OUT.json [case 
 (default the ONNX Runtime model decode cases at 1, 2, 4 and 8 rows, 32K cache). Prints a table last.
 """
 
-import json
 import sys
-import time
 
 import torch
 import triton
 import triton.language as tl
 
-from attnkit import env as envmod
 from attnkit import splitk
-from attnkit.bench.harness import bench_case
+from attnkit.bench.harness import bench_experiment
 from attnkit.bench.providers import Provider, _sparse_ours
-from attnkit.bench.roofline import measure_ceilings
-from attnkit.testing.shapes import get as get_case
 
 
 @triton.jit
@@ -105,18 +100,7 @@ def providers():
 def main():
     out_path = sys.argv[1]
     ids = sys.argv[2:] or [f"sparse_int8-model-decode-r{r}-c32k" for r in (1, 2, 4, 8)]
-    env = envmod.record()
-    ceil = measure_ceilings()
-    env.update(ceil)
-    l2 = env.get("l2_bytes") or (50 << 20)
-    rows = []
-    t0 = time.time()
-    for cid in ids:
-        print(f"{cid} ({time.time() - t0:.0f}s)", flush=True)
-        rows += bench_case(get_case(cid), providers(), rounds=5, warm_l2=False, ceilings=ceil, l2_bytes=l2)
-    doc = {"what": __doc__.split("\n")[0], "env": env, "rows": rows}
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
+    rows = bench_experiment(ids, providers, __doc__.split("\n")[0], out_path)
     print(f"{'setting':18s} " + " ".join(f"{c.split('-')[-2]:>8s}" for c in ids) + "   (median us)")
     for p in providers():
         cells = []

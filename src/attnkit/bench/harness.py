@@ -190,6 +190,25 @@ def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_by
     return rows
 
 
+def bench_experiment(ids, provs, what: str, out_path, rounds: int = 5, log=print) -> list[dict]:
+    """An experiment script's run (benchmarks/experiments/*_parts.py and the like): the environment and the
+    machine's ceilings recorded once, then bench_case over each case id in turn (cold L2, progress printed), the
+    artifact {"what", "env", "rows"} written to out_path. provs: a function returning the providers (fresh per
+    case). Returns the rows."""
+    env = envmod.record()
+    ceil = measure_ceilings()
+    env.update(ceil)
+    l2 = env.get("l2_bytes") or (50 << 20)
+    rows = []
+    t0 = time.time()
+    for cid in ids:
+        log(f"{cid} ({time.time() - t0:.0f}s)", flush=True)
+        rows += bench_case(shapes.get(cid), provs(), rounds=rounds, warm_l2=False, ceilings=ceil, l2_bytes=l2)
+    with open(out_path, "w") as f:
+        json.dump({"what": what, "env": env, "rows": rows}, f, indent=1)
+    return rows
+
+
 def format_rows(rows) -> str:
     out = [f"{'case':38s} {'provider':20s} {'median_us':>10s} {'p20-p80':>17s} {'%floor':>7s}"]
     for r in rows:

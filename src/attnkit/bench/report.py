@@ -1,5 +1,6 @@
 """``attnkit report``: regenerate the README status tables and docs/figures from the committed artifacts
-under ``benchmarks/results/`` alone, and docs/options.md from the option objects. Deterministic: running it twice changes no byte.
+under ``benchmarks/results/`` alone, and docs/options.md from the option objects. Deterministic: running it twice
+changes no byte.
 """
 
 from __future__ import annotations
