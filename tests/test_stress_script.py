@@ -146,3 +146,46 @@ def test_mqa_step_writer_release_early_contract():
                        "swapab-after-pdl-q-writer")}
     assert wrong["swapab-release-early-after-pdl-q-writer"] >= 6, wrong
     assert wrong["swapab-release-early-after-plain-q-writer"] == 0 and wrong["swapab-after-pdl-q-writer"] == 0, wrong
+
+
+def test_wrong_by_design_names_variants_that_exist(stress):
+    for subject in stress.WRONG_BY_DESIGN:
+        kind, variant = subject.split(":", 1)
+        assert variant in {"relbias": stress.RELBIAS_VARIANTS, "mqa-step": stress.MQA_STEP_VARIANTS}[kind], subject
+
+
+def test_failures_are_faults_runs_without_calls_and_wrong_calls_not_by_design(stress):
+    def job(name, calls=5, wrong=0, fault=None, by_design=False):
+        return dict(job=name, calls=calls, wrong_calls=wrong, fault=fault, wrong_by_design=by_design)
+    assert stress.failures([job("a"), job("b", wrong=3, by_design=True), job("c", wrong=0, by_design=True)]) == []
+    got = stress.failures([job("a", fault="RuntimeError: x", calls=2), job("b", calls=0), job("c", wrong=1),
+                           job("d", wrong=2, by_design=True)])
+    assert [f.split(":")[0] for f in got] == ["a", "b", "c"]
+    assert "fault after 2 calls" in got[0] and "no call" in got[1] and "1 of 5 calls wrong" in got[2]
+
+
+def test_the_script_fails_a_run_that_made_no_call(tmp_path, device):
+    """A job that made no call (here: no time given) is a failed run, exit status 1, not a quiet success."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "stress.json"
+    job = "sparse_int8/triton@sparse_int8-decode-r1-g4-n65"
+    r = subprocess.run([sys.executable, str(_PATH), str(out), job, "--seconds", "0", "--device", device],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, (r.stdout, r.stderr[-3000:])
+    assert "1 failed" in r.stdout and "no call made" in r.stdout
+    assert json.loads(out.read_text())["failed"] == [f"{job}: no call made in the time given"]
+
+
+def test_the_script_refuses_cuda_where_there_is_none(tmp_path):
+    import subprocess
+    import sys
+
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is here")
+    r = subprocess.run([sys.executable, str(_PATH), str(tmp_path / "s.json"), "--device", "cuda"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "--device cuda: no CUDA device here" in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "s.json").exists()

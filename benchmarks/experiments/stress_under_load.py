@@ -24,7 +24,9 @@ Usage: python benchmarks/experiments/stress_under_load.py OUT.json [--seconds S]
 Every job runs in its own process (spawned), all at the same time, for S seconds, so the GPU is shared the way a
 serving host with several engines shares it; a kernel that is right alone and wrong under load shows here and not
 in the gates. A process that faults is recorded with the number of calls it made. Writes OUT.json (the environment,
-the jobs, per job: calls, calls with a difference, examples) and prints one line per job.
+the jobs, per job: calls, calls with a difference, examples) and prints one line per job, then the failures. Exit
+status 1 when a job faulted, made no call, or made a wrong call without being wrong by design (WRONG_BY_DESIGN); 2
+on a malformed job or --device cuda without a CUDA device.
 
 Runs: at c9db574 (as benchmarks/experiments/relbias_ws_stress.py, relbias jobs only, written VARIANT:CASE; its
 "ws-no-turns*" variants then ran the kernel as "-unused-turns" runs it now): benchmarks/experiments/
@@ -85,6 +87,10 @@ MQA_STEP_VARIANTS = {
     "swapab-after-pdl-q-writer": dict(kernel="swapab", gluon=True, _q_writer="pdl"),
     "headpad-release-early-after-pdl-q-writer": dict(kernel="headpad", writer_release_early=True, _q_writer="pdl"),
 }
+# the variants that are wrong by design (each shows the check can fail): their wrong calls do not fail a run
+WRONG_BY_DESIGN = frozenset({"relbias:ws-no-turns-nokrel-unused-turns", "mqa-step:swapab-nowait",
+                             "mqa-step:swapab-nowait-slow-writer", "mqa-step:swapab-release-early-after-pdl-q-writer",
+                             "mqa-step:headpad-release-early-after-pdl-q-writer"})
 DEFAULT_JOBS = ("relbias:dispatched@relbias-model-prefill-8k-global",
                 "relbias:dispatched@relbias-tune-chunk128-b8-8k",
                 "relbias:ws-turns@relbias-model-prefill-8k-global",
@@ -253,13 +259,18 @@ def main(argv=None) -> int:
     ap.add_argument("out")
     ap.add_argument("jobs", nargs="*", default=list(DEFAULT_JOBS))
     ap.add_argument("--seconds", type=float, default=45.0)
-    ap.add_argument("--device", default="cuda", help="cuda (the check); cpu runs the same path in Triton's interpreter "
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cuda (the check); cpu runs the same path in Triton's interpreter "
                     "(a smoke test of this script, no load)")
     a = ap.parse_args(argv)
     for spec in a.jobs:
         why = _check_job(spec)
         if why:
             ap.error(f"job {spec!r}: {why}")
+    if a.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            ap.error("--device cuda: no CUDA device here (the load check needs a GPU; --device cpu runs the same "
+                     "path in Triton's interpreter, with TRITON_INTERPRET=1, as a smoke test)")
     from attnkit.env import record
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -270,12 +281,31 @@ def main(argv=None) -> int:
     for p in procs:
         p.join()
     results.sort(key=lambda r: a.jobs.index(r["job"]))
+    for r in results:
+        r["wrong_by_design"] = r["job"].split("@", 1)[0] in WRONG_BY_DESIGN
+    failed = failures(results)
     json.dump(dict(kind="stress-under-load", env=record(), seconds=a.seconds, relbias_variants=RELBIAS_VARIANTS,
-                   results=results), open(a.out, "w"), indent=1)
+                   results=results, failed=failed), open(a.out, "w"), indent=1)
     for r in results:
         print(f"{r['job']:70s} calls {r['calls']:6d}  wrong {r['wrong_calls']:6d}"
+              + ("  (wrong by design)" if r["wrong_by_design"] else "")
               + (f"  FAULT {r['fault']}" if r["fault"] else ""))
-    return 0
+    print(f"stress: {len(results)} jobs, {len(failed)} failed" + "".join(f"\n  {f}" for f in failed))
+    return 1 if failed else 0
+
+
+def failures(results) -> list[str]:
+    """Why each failing job failed: a fault, no call made, or a wrong call where none is allowed (the variants
+    wrong by design may show wrong calls, and need not: that only says this run did not show the check failing)."""
+    out = []
+    for r in results:
+        if r["fault"]:
+            out.append(f"{r['job']}: fault after {r['calls']} calls ({r['fault']})")
+        elif r["calls"] == 0:
+            out.append(f"{r['job']}: no call made in the time given")
+        elif r["wrong_calls"] and not r["wrong_by_design"]:
+            out.append(f"{r['job']}: {r['wrong_calls']} of {r['calls']} calls wrong")
+    return out
 
 
 if __name__ == "__main__":
