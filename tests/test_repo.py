@@ -53,3 +53,35 @@ def test_test_shards_partition_a_file():
     assert sorted(sum(parts, [])) == sorted(whole) and all(parts)
     rc, _, out = _collected("3/3")
     assert rc != 0 and "ATTNKIT_TEST_SHARD" in out
+
+
+# benchmarks/experiments' scripts by what they need: a GPU (each says so and exits where there is none) or not
+GPU_ONLY_EXPERIMENTS = {"flex_score_mod_variants", "host_overhead", "launch_floor", "mqa_cluster_occupancy",
+                        "mqa_step_parts", "mqa_t1_lists", "sparse_int8_decode_parts", "sparse_int8_gather_floor",
+                        "sync_cost"}
+CPU_EXPERIMENTS = {"gluon_mqa_decode_once_sm90", "gluon_sparse_int8_tile_sm90", "gluon_ws_sm90_compile",
+                   "ncu_source_summary", "sparse_int8_rounding_floor", "wrapper_overhead",
+                   "stress_under_load"}  # stress: --device cpu (its own tests)
+
+
+def test_every_experiment_script_is_classified():
+    scripts = {p.stem for p in (ROOT / "benchmarks" / "experiments").glob("*.py")}
+    assert scripts == GPU_ONLY_EXPERIMENTS | CPU_EXPERIMENTS, scripts ^ (GPU_ONLY_EXPERIMENTS | CPU_EXPERIMENTS)
+
+
+def test_gpu_only_experiments_say_so_without_a_gpu(tmp_path):
+    """Without a CUDA device each GPU-only experiment exits non-zero with a one-line reason, not a traceback from
+    inside torch, and writes no artifact."""
+    import subprocess
+    import sys
+
+    import pytest
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is here")
+    for name in sorted(GPU_ONLY_EXPERIMENTS):
+        out = tmp_path / f"{name}.json"
+        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "experiments" / f"{name}.py"), str(out)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and "no CUDA device here" in r.stderr, (name, r.stderr[-2000:])
+        assert "Traceback" not in r.stderr and not out.exists(), (name, r.stderr[-2000:])

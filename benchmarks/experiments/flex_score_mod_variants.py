@@ -12,12 +12,13 @@ from pathlib import Path
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-from attnkit.bench.harness import summarize
+from attnkit.bench.harness import require_cuda, summarize
 from attnkit.testing import shapes
 from attnkit.testing.inputs import make_inputs
 
 
 def main(out):
+    require_cuda("flex_score_mod_variants.py")
     case = shapes.get("relbias-model-prefill-8k-global")
     inp = make_inputs(case, "cuda", 0)
     L, Hq, D = inp["q"].shape

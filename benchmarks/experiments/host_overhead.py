@@ -28,6 +28,7 @@ import time
 import torch
 
 from attnkit import env as envmod
+from attnkit.bench.harness import require_cuda
 from attnkit.bench.providers import Provider, providers
 from attnkit.testing.inputs import make_inputs
 from attnkit.testing.shapes import get as get_case
@@ -112,6 +113,7 @@ def _profile(run, n=20):
 
 
 def main():
+    require_cuda("host_overhead.py")
     out_path = sys.argv[1]
     ids = sys.argv[2:] or DEFAULT_CASES
     env = envmod.record()

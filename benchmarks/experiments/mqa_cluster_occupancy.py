@@ -53,17 +53,18 @@ def max_active_clusters(compiled, ctas: int) -> int:
 
 
 def main(out_path: str) -> None:
+    if not torch.cuda.is_available():
+        sys.exit("mqa_cluster_occupancy: no CUDA device here (it asks the driver about the compiled sm_90 kernel)")
     seen = []
-    orig = interface._cluster_launch
+    orig = interface._cluster_prepare  # run once per compiled cluster kernel, before its first launch
 
-    def spy(kernel, clusters, ctas, args, kwargs):
-        orig(kernel, clusters, ctas, args, kwargs)
-        c = kernel.warmup(*args, grid=(clusters,), **kwargs)
-        seen.append((c.result() if hasattr(c, "result") else c, ctas))
+    def spy(compiled, ctas):
+        orig(compiled, ctas)
+        seen.append((compiled, ctas))
 
-    interface._cluster_launch = spy
+    interface._cluster_prepare = spy
     rows = []
-    plans = (("clusters of 16", 1, {}), ("exact (10)", 1, dict(gluon_cluster_exact=True)),
+    plans = (("clusters of 16", 1, dict(gluon_cluster_exact=False)), ("exact (10)", 1, dict(gluon_cluster_exact=True)),
              ("wide, clusters of 5", 24, dict(gluon_wide=True)))
     for fmt in ("fp8", "nvfp4"):
         for H in (16, 32):
@@ -72,12 +73,15 @@ def main(out_path: str) -> None:
                 seen.clear()
                 mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_cluster=True, **kw)
                 torch.cuda.synchronize()
+                if not seen:
+                    raise RuntimeError(f"{what} at {H} heads {fmt}: no cluster kernel was prepared (the plan did "
+                                       "not launch clusters, or its kernel was prepared before)")
                 compiled, ctas = seen[-1]
                 rows.append(dict(format=fmt, heads=H, plan=what, ctas=ctas, warps=compiled.metadata.num_warps,
                                  shared_bytes=compiled.metadata.shared, n_regs=compiled.n_regs,
                                  max_active_clusters=max_active_clusters(compiled, ctas)))
                 print(rows[-1], flush=True)
-    interface._cluster_launch = orig
+    interface._cluster_prepare = orig
     env = dict(gpu=torch.cuda.get_device_name(), sm_count=torch.cuda.get_device_properties(0).multi_processor_count,
                torch=torch.__version__)
     json.dump(dict(env=env, rows=rows), open(out_path, "w"), indent=1)

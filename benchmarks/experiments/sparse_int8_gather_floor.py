@@ -49,6 +49,8 @@ def time_graph(fn, samples=7):
 
 
 def main():
+    from attnkit.bench.harness import require_cuda
+    require_cuda("sparse_int8_gather_floor.py")
     from attnkit.testing.inputs import make_inputs
     from attnkit.testing.shapes import get as get_case
 
