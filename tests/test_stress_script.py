@@ -157,7 +157,10 @@ def test_wrong_by_design_names_variants_that_exist(stress):
 def test_failures_are_faults_runs_without_calls_and_wrong_calls_not_by_design(stress):
     def job(name, calls=5, wrong=0, fault=None, by_design=False):
         return dict(job=name, calls=calls, wrong_calls=wrong, fault=fault, wrong_by_design=by_design)
-    assert stress.failures([job("a"), job("b", wrong=3, by_design=True), job("c", wrong=0, by_design=True)]) == []
+    by_design = [job("b", wrong=3, by_design=True), job("c", wrong=0, by_design=True),
+                 job("e", calls=0, fault="AcceleratorError: illegal memory access", by_design=True)]
+    assert stress.failures([job("a")] + by_design) == []
+    assert stress.shown_failing([job("a")] + by_design) == {"b": True, "c": False, "e": True}
     got = stress.failures([job("a", fault="RuntimeError: x", calls=2), job("b", calls=0), job("c", wrong=1),
                            job("d", wrong=2, by_design=True)])
     assert [f.split(":")[0] for f in got] == ["a", "b", "c"]
