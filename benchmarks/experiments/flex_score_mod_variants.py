@@ -18,7 +18,7 @@ from attnkit.testing.inputs import make_inputs
 
 
 def main(out):
-    require_cuda("flex_score_mod_variants.py")
+    require_cuda()
     case = shapes.get("relbias-model-prefill-8k-global")
     inp = make_inputs(case, "cuda", 0)
     L, Hq, D = inp["q"].shape

@@ -113,7 +113,7 @@ def _profile(run, n=20):
 
 
 def main():
-    require_cuda("host_overhead.py")
+    require_cuda()
     out_path = sys.argv[1]
     ids = sys.argv[2:] or DEFAULT_CASES
     env = envmod.record()

@@ -18,6 +18,7 @@ import sys
 
 import torch
 
+from attnkit.bench.harness import require_cuda
 from attnkit.gate.specs import mqa_headpad_call
 from attnkit.mqa_decode import interface
 from attnkit.testing import shapes
@@ -56,8 +57,7 @@ def max_active_clusters(compiled, ctas: int) -> int:
 
 
 def main(out_path: str) -> None:
-    if not torch.cuda.is_available():
-        sys.exit("mqa_cluster_occupancy: no CUDA device here (it asks the driver about the compiled sm_90 kernel)")
+    require_cuda()
     seen = []
     orig = interface._cluster_prepare  # run once per compiled cluster kernel, before its first launch
 

@@ -50,7 +50,7 @@ def time_graph(fn, samples=7):
 
 def main():
     from attnkit.bench.harness import require_cuda
-    require_cuda("sparse_int8_gather_floor.py")
+    require_cuda()
     from attnkit.testing.inputs import make_inputs
     from attnkit.testing.shapes import get as get_case
 

@@ -91,7 +91,7 @@ MQA_STEP_VARIANTS = {
     "swapab-after-pdl-q-writer": dict(kernel="swapab", gluon=True, _q_writer="pdl"),
     "headpad-release-early-after-pdl-q-writer": dict(kernel="headpad", writer_release_early=True, _q_writer="pdl"),
 }
-# the variants that are wrong by design (each shows the check can fail): their wrong calls do not fail a run
+# the variants that are wrong by design (each shows the check can fail): their wrong calls or faults fail no run
 WRONG_BY_DESIGN = frozenset({"relbias:ws-no-turns-nokrel-unused-turns", "mqa-step:swapab-nowait",
                              "mqa-step:swapab-nowait-slow-writer", "mqa-step:swapab-release-early-after-pdl-q-writer",
                              "mqa-step:headpad-release-early-after-pdl-q-writer"})
@@ -263,8 +263,8 @@ def main(argv=None) -> int:
     ap.add_argument("out")
     ap.add_argument("jobs", nargs="*", default=list(DEFAULT_JOBS))
     ap.add_argument("--seconds", type=float, default=45.0)
-    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cuda (the check); cpu runs the same path in Triton's interpreter "
-                    "(a smoke test of this script, no load)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cuda (the check); cpu runs the same path in Triton's interpreter (a smoke test, no load)")
     a = ap.parse_args(argv)
     for spec in a.jobs:
         why = _check_job(spec)

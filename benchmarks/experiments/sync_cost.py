@@ -43,7 +43,7 @@ VARIANTS = (("global-none", 1, 10, 0), ("global-atomic", 1, 10, 1), ("cluster2-n
 
 def main(path):
     from attnkit.bench.harness import require_cuda
-    require_cuda("sync_cost.py")
+    require_cuda()
     out = torch.empty(16 * 16 * 512, dtype=torch.float32, device="cuda")
     cnt = torch.zeros(4, dtype=torch.int32, device="cuda")
     graphs = {}

@@ -190,11 +190,11 @@ def bench_case(case, provs, *, rounds: int, warm_l2: bool, ceilings: dict, l2_by
     return rows
 
 
-def require_cuda(script: str) -> None:
+def require_cuda() -> None:
     """Exit with a one-line reason (status 1) where no CUDA device is visible: the GPU-only experiment scripts
     call it first, so a CPU machine gets the reason, not a traceback from deep inside torch."""
     if not torch.cuda.is_available():
-        sys.exit(f"{script}: no CUDA device here (it times or inspects kernels on a GPU)")
+        sys.exit(f"{Path(sys.argv[0]).name}: no CUDA device here (it times or inspects kernels on a GPU)")
 
 
 def bench_experiment(ids, provs, what: str, out_path, rounds: int = 5, log=print) -> list[dict]:
@@ -202,7 +202,7 @@ def bench_experiment(ids, provs, what: str, out_path, rounds: int = 5, log=print
     machine's ceilings recorded once, then bench_case over each case id in turn (cold L2, progress printed), the
     artifact {"what", "env", "rows"} written to out_path. provs: a function returning the providers (fresh per
     case). Returns the rows."""
-    require_cuda(Path(sys.argv[0]).name or what)
+    require_cuda()
     env = envmod.record()
     ceil = measure_ceilings()
     env.update(ceil)
