@@ -36,6 +36,8 @@ SPARSE_BAD = [
      "key_scale: holds a non-finite value"),
     ("value scale nan", lambda i: dict(value_scale=_set(i["value_scale"], (0, 63), float("nan"))),
      "value_scale: holds a non-finite value"),
+    ("q nan", lambda i: dict(q=_set(i["q"], (0, 3, 5), float("nan"))), "q: holds a non-finite value"),
+    ("q -inf", lambda i: dict(q=_set(i["q"], (0, 0, 63), float("-inf"))), "q: holds a non-finite value"),
 ]
 
 
@@ -63,6 +65,9 @@ MQA_BAD = [
     ("position -1", lambda i: dict(positions=_set(i["positions"], 0, -1)), "positions: must lie in"),
     ("q inf", lambda i: dict(q=_set(i["q"], (0, 2, 5), float("inf"))), "q: holds a non-finite value"),
     ("sink nan", lambda i: dict(sink=_set(i["sink"], 15, float("nan"))), "sink: holds a NaN"),
+    ("cos_sin nan at the position", lambda i: dict(cos_sin=_set(i["cos_sin"], (int(i["positions"][0]), 40),
+                                                                float("nan"))),
+     "cos_sin: holds a non-finite value at a row of positions"),
 ]
 
 
@@ -87,6 +92,8 @@ WRITER_BAD = [
     ("position past cos_sin", lambda a: dict(positions=_set(a["positions"], 1, 16)),
      r"positions: must lie in \[0, 16\)"),
     ("latent nan", lambda a: dict(latent=_set(a["latent"], (2, 500), float("nan"))), "latent: holds a non-finite"),
+    ("cos_sin inf at a position", lambda a: dict(cos_sin=_set(a["cos_sin"], (2, 3), float("inf"))),
+     "cos_sin: holds a non-finite value at a row of positions"),
 ]
 
 
@@ -105,7 +112,18 @@ def _relbias(device, case_id):
         kw.update(k_cache=i["k_cache"], v_cache=i["v_cache"], block_table=i["block_table"], seqused_k=i["seqused_k"])
     else:
         kw.update(k=i["k"], v=i["v"], cu_seqlens_k=i["cu_seqlens_k"])
-    return lambda **over: relbias_attention(i["q"], **{**kw, **over}), i
+
+    def call(**over):
+        q = over.pop("q", i["q"])
+        return relbias_attention(q, **{**kw, **over})
+    return call, i
+
+
+def _set_byte(t, index, byte):
+    """t (a float8 tensor) with the element at index set to the bit pattern byte."""
+    t = t.clone()
+    t.view(torch.uint8)[index] = byte
+    return t
 
 
 def _bad_block_in_row(i, row, used):
@@ -128,6 +146,18 @@ RELBIAS_BAD = [
      "v_scale: holds a non-finite value"),
     ("relbias-fp8-decode-b2", "k_scale nan", lambda i: dict(k_scale=_set(i["k_scale"], 0, float("nan"))),
      "k_scale: holds a non-finite value"),
+    ("relbias-varlen-mixed3", "q nan", lambda i: dict(q=_set(i["q"], (2, 1, 5), float("nan"))),
+     "q: holds a non-finite value"),
+    ("relbias-varlen-mixed3", "k inf", lambda i: dict(k=_set(i["k"], (7, 0, 1), float("inf"))),
+     "k: holds a non-finite value"),
+    ("relbias-varlen-mixed3", "v nan", lambda i: dict(v=_set(i["v"], (30, 1, 0), float("nan"))),
+     "v: holds a non-finite value"),
+    ("relbias-fp8-decode-b2", "fp8 k nan 0x7f", lambda i: dict(k=_set_byte(i["k"], (3, 0, 2), 0x7F)),
+     "k: holds a non-finite value"),
+    ("relbias-fp8-decode-b2", "fp8 v nan 0xff", lambda i: dict(v=_set_byte(i["v"], (1, 0, 0), 0xFF)),
+     "v: holds a non-finite value"),
+    ("relbias-paged-bs16-decode", "paged q inf", lambda i: dict(q=_set(i["q"], (0, 0, 0), float("inf"))),
+     "q: holds a non-finite value"),
     ("relbias-paged-bs16-decode", "seqused_k negative", lambda i: dict(seqused_k=_set(i["seqused_k"], 0, -1)),
      "seqused_k: must be non-negative"),
     ("relbias-paged-bs16-decode", "seqused_k past the table", lambda i: dict(seqused_k=_set(i["seqused_k"], 1, 10**6)),
@@ -187,6 +217,9 @@ WRITE_KV_BAD = [
     ("k_scale zero", lambda a: dict(k_scale=_set(a["k_scale"], 1, 0.0)), "k_scale: must be finite and positive"),
     ("v_scale inf", lambda a: dict(v_scale=_set(a["v_scale"], 0, float("inf"))),
      "v_scale: must be finite and positive"),
+    ("k_new nan", lambda a: dict(k_new=_set(a["k_new"], (2, 1, 7), float("nan"))), "k_new: holds a non-finite value"),
+    ("v_new -inf", lambda a: dict(v_new=_set(a["v_new"], (0, 0, 0), float("-inf"))),
+     "v_new: holds a non-finite value"),
 ]
 
 
@@ -285,3 +318,22 @@ def test_validated_calls_wait_for_the_gpu_once():
     assert _syncs(lambda: (calls["sparse_int8"](), int(torch.ones(1, device=dev).sum()))) == 2
     unvalidated = {n: _syncs(lambda c=c, n=n: c(validate=False, **lengths.get(n, {}))) for n, c in calls.items()}
     assert unvalidated == {n: 0 for n in unvalidated}, unvalidated
+
+
+def test_fp8_finiteness_reads_both_nan_patterns():
+    """float8_e4m3fn has no infinity and two NaN patterns (0x7F, 0xFF); torch has no isfinite for it, so the relbias
+    check reads the bits: every other pattern (448 = 0x7E and -448 = 0xFE among them) is finite."""
+    every = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn)
+    finite = [bool(rb_if._all_finite(every[b:b + 1])) for b in range(256)]
+    assert [b for b, ok in enumerate(finite) if not ok] == [0x7F, 0xFF]
+    assert bool(rb_if._all_finite(every[:0x7F])) and not bool(rb_if._all_finite(every))
+
+
+def test_cos_sin_rows_outside_positions_are_not_read(device):
+    """The cos_sin check reads the rows at positions only (the table may hold a long context's every position): a
+    NaN in a row no token of the call sits at is not an error, for the attention and for the writer."""
+    call, i = _mqa(device)
+    row = (int(i["positions"][0]) + 1) % i["cos_sin"].shape[0]
+    call(cos_sin=_set(i["cos_sin"], (row, 3), float("nan")))
+    wcall, a = _writer(device)
+    wcall(cos_sin=_set(a["cos_sin"], (9, 3), float("nan")))

@@ -25,6 +25,17 @@ _CALLS = CallCache("mqa_decode", _config, splitk, _runtime)  # the options of th
 _WRITES = CallCache("mqa_write_records", _config, splitk, _runtime)
 
 
+def _rows_finite(cos_sin, positions):
+    """Whether the rows of cos_sin at positions are all finite, reduced on the device (a 0-d bool tensor, for
+    to_host): the rows a call rotates by, not the whole table (which may hold every position of a long context).
+    Positions are clamped into the table for the gather: a position outside it is the positions check's error.
+    A NaN or infinite entry there would rotate q or a record's RoPE dims into non-finite values (unchecked, the
+    writer stored such a record's bytes without complaint)."""
+    if positions.numel() == 0:
+        return torch.ones((), dtype=torch.bool, device=cos_sin.device)
+    return torch.isfinite(cos_sin[positions.clamp(0, cos_sin.shape[0] - 1)]).all()
+
+
 def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
                       loads_first=None, release_early=None, _perturb=None, _diag_delay_ns=0) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
@@ -43,13 +54,15 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
         w = _configure_write(latent, positions, cos_sin, slots, cache, fmt, validate, pdl, loads_first,
                              release_early, _perturb, _diag_delay_ns)
         _WRITES.put(key, w)
-    if w.validate:  # one wait for the GPU: the slots and positions ([n]) copied, the latents reduced there
-        sl, pos, fin = to_host(slots, positions, torch.isfinite(latent).all())
+    if w.validate:  # one wait for the GPU: the slots and positions ([n]) copied, the latents and the rows of cos_sin
+        # they rotate by reduced there
+        sl, pos, fin, cs_fin = to_host(slots, positions, torch.isfinite(latent).all(), _rows_finite(cos_sin, positions))
         lo, hi = int(sl.min()), int(sl.max())
         require(lo >= -1 and hi < w.slots_total, "slots", f"must lie in [-1, {w.slots_total}), found [{lo}, {hi}]")
         plo, phi = int(pos.min()), int(pos.max())
         require(plo >= 0 and phi < cos_sin.shape[0], "positions", f"must lie in [0, {cos_sin.shape[0]})")
         require(bool(fin), "latent", "holds a non-finite value")
+        require(bool(cs_fin), "cos_sin", "holds a non-finite value at a row of positions")
         live = sl[sl >= 0]
         require(live.unique().numel() == live.numel(), "slots", "name a slot twice (the write order would decide)")
     if w.launch is not None:
@@ -319,7 +332,8 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     T, H, R, S = cfg.T, cfg.H, cfg.R, cfg.S
     dev = q.device
     if cfg.validate:  # one wait for the GPU: reductions of the slot lists and q on the device, the small rest copied
-        flags = torch.cat([index_span(swa_idx), index_span(comp_idx), torch.isfinite(q).all().to(torch.int32).view(1)])
+        flags = torch.cat([index_span(swa_idx), index_span(comp_idx), torch.isfinite(q).all().to(torch.int32).view(1),
+                           _rows_finite(cos_sin, positions).to(torch.int32).view(1)])
         flags, pos, snk = to_host(flags, positions, sink)
         flags = flags.tolist()
         for i, (n, total) in enumerate((("swa_idx", cfg.swa_slots), ("comp_idx", cfg.comp_slots))):
@@ -328,6 +342,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
         require(int(pos.min()) >= 0 and int(pos.max()) < cos_sin.shape[0], "positions",
                 f"must lie in [0, {cos_sin.shape[0]})")
         require(bool(flags[4]), "q", "holds a non-finite value")
+        require(bool(flags[5]), "cos_sin", "holds a non-finite value at a row of positions")
         require(not bool(torch.isnan(snk).any()), "sink", "holds a NaN")
     if out is None:
         out = torch.empty((T, H, MQA_DIM), dtype=torch.bfloat16, device=dev)

@@ -123,16 +123,29 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
     return paged, fp8, Hkv, B
 
 
-def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table, k_scale, v_scale, paged, fp8, B,
-                  max_seqlen_q, max_seqlen_k):
+def _all_finite(t):
+    """Whether every element of t is finite, reduced on its device (a 0-d bool tensor, for to_host). float8_e4m3fn,
+    which has no infinity and for which torch has no isfinite, by its NaN bit patterns (0x7F, 0xFF)."""
+    if t.dtype == torch.float8_e4m3fn:
+        return ((t.view(torch.uint8) & 0x7F) != 0x7F).all()
+    return torch.isfinite(t).all()
+
+
+def _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table, k_scale, v_scale, paged, fp8,
+                  B, max_seqlen_q, max_seqlen_k):
     """The value checks of ``validate`` (every call; skip them under CUDA-graph capture with validate=False), one
-    wait for the GPU: the sequence offsets and the block table copied, the table and scales reduced on the device.
-    kk: k, or k_cache when paged. Returns the batch's longest query and key sequences (None, None when B = 0)."""
+    wait for the GPU: the sequence offsets and the block table copied, the finiteness of q, the table, the scales
+    and (not paged) k and v reduced on the device. kk, vv: k and v, or the caches when paged (a cache, which may be
+    far larger than a call's keys, is not scanned: relbias_write_kv checks what enters it). Returns the batch's
+    longest query and key sequences (None, None when B = 0)."""
     total_q = q.shape[0]
     longest_q = longest_k = None
-    finite = [torch.isfinite(table).all()] + [torch.isfinite(s).all() for s in ((k_scale, v_scale) if fp8 else ())]
+    # a NaN or infinite q, k or v element gives no score a softmax can take; unchecked, the Triton kernel returned
+    # such a row as if it saw no key (0 and LSE -inf, in the interpreter): a plausible answer
+    named = [("q", q), ("table", table)] + ([("k_scale", k_scale), ("v_scale", v_scale)] if fp8 else []) \
+        + ([] if paged else [("k", kk), ("v", vv)])
     cq, *rest, finite = to_host(cu_seqlens_q, *((seqused_k, block_table) if paged else (cu_seqlens_k,)),
-                                torch.stack(finite))
+                                torch.stack([_all_finite(t) for _, t in named]))
     require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
             f"must start at 0, be non-decreasing and end at total_q={total_q}")
     if paged:
@@ -156,7 +169,7 @@ def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, tab
     if B and max_seqlen_k is not None:
         require(max_seqlen_k >= longest_k, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
                 f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
-    for n, ok in zip(("table", "k_scale", "v_scale"), finite.tolist()):
+    for (n, _), ok in zip(named, finite.tolist()):
         require(bool(ok), n, "holds a non-finite value")
     return longest_q, longest_k
 
@@ -282,7 +295,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     kk, vv = (k_cache, v_cache) if paged else (k, v)
     longest_q = longest_k = None
     if c.validate:
-        longest_q, longest_k = _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table,
+        longest_q, longest_k = _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table,
                                              k_scale, v_scale, paged, c.fp8, B, max_seqlen_q, max_seqlen_k)
     if max_seqlen_q is None and longest_q is not None:  # from the validation's host copy
         max_seqlen_q = longest_q
@@ -666,8 +679,11 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
                              validate, pdl, _off_by_one)
         _WRITES.put(key, w)
     fp8 = w.fp8
-    if w.validate:  # one wait for the GPU: the offsets, lengths, block table and scales copied
-        cu, su, bt, *scales = to_host(cu_seqlens_new, seqused_k, block_table, *((k_scale, v_scale) if fp8 else ()))
+    if w.validate:  # one wait for the GPU: the offsets, lengths, block table and scales copied, k_new and v_new's
+        # finiteness reduced on the device (what enters the cache: the attention does not scan a paged cache)
+        cu, su, bt, fin, *scales = to_host(cu_seqlens_new, seqused_k, block_table,
+                                           torch.stack([_all_finite(k_new), _all_finite(v_new)]),
+                                           *((k_scale, v_scale) if fp8 else ()))
         require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
                 "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
         su = su.long()
@@ -679,6 +695,8 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
         _check_block_ids(bt, su // bs, -(-end // bs), k_cache.shape[0])
         for n, s in zip(("k_scale", "v_scale"), scales):
             require(bool((torch.isfinite(s) & (s > 0)).all()), n, "must be finite and positive")
+        for n, ok in zip(("k_new", "v_new"), fin.tolist()):
+            require(bool(ok), n, "holds a non-finite value")
     if w.launch is not None:
         w.launch(k_new, v_new, k_cache, v_cache, cu_seqlens_new, seqused_k, block_table,
                  k_scale if fp8 else k_new, v_scale if fp8 else k_new, *w.ints)

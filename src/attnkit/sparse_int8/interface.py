@@ -80,7 +80,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
     loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
     pipelined loop, where an explicit True is refused),
-    ``validate`` (host index and scale checks, default on; turn off under CUDA-graph capture),
+    ``validate`` (the value checks: indices in range, q and the scales finite; default on; one wait for the GPU;
+    turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
     key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse), (scale, tiles_per_split,
@@ -92,10 +93,13 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
                          pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
                          merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget)
         _CALLS.put(key, cfg)
-    if cfg.validate:  # one wait for the GPU: the index range on the device, the scales copied whole ([Hkv, D])
-        span, ks, vs = to_host(index_span(indices), key_scale, value_scale)
+    if cfg.validate:  # one wait for the GPU: the index range and q's finiteness on the device, the scales copied
+        span, fin, ks, vs = to_host(index_span(indices), torch.isfinite(q).all(), key_scale, value_scale)
         lo, hi = span.tolist()
         require(lo >= -1 and hi < cfg.C, "indices", f"must lie in [-1, {cfg.C}), found [{lo}, {hi}]")
+        # a NaN or infinite query element gives no score a softmax can take; unchecked, the Triton kernel returned
+        # such a row as if it saw no slot (0 and LSE -inf, in the interpreter): a plausible answer
+        require(bool(fin), "q", "holds a non-finite value")
         require(bool(torch.isfinite(ks).all()), "key_scale", "holds a non-finite value")
         require(bool(torch.isfinite(vs).all()), "value_scale", "holds a non-finite value")
     if out is None:
