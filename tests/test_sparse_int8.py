@@ -96,6 +96,17 @@ def test_out_of_range_index_is_an_error_and_never_read(device):
     assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("prefill", [False, True])
+def test_an_empty_cache_gives_empty_rows(device, prefill):
+    """A cache of no rows (C = 0) with every slot -1: the oracle and the kernel give the empty row (0, LSE -inf)."""
+    i = _inp(device, "sparse_int8-prefill-r140-g4-n20-direct" if prefill else "sparse_int8-decode-r3-g6-n509-perhead")
+    empty = dict(i, k_cache=i["k_cache"][:, :0], v_cache=i["v_cache"][:, :0], indices=torch.full_like(i["indices"], -1))
+    ref_out, ref_lse = sparse_int8_ref(*_args(empty), scale=i["scale"])
+    assert not ref_out.any() and bool((ref_lse == float("-inf")).all())
+    out, lse = sparse_int8_attention(*_args(empty), scale=i["scale"])
+    assert not out.any() and bool((lse == float("-inf")).all())
+
+
 def test_bad_input_raises_naming_the_argument(device):
     i = _inp(device, "sparse_int8-decode-r1-g4-n65")
     q, kc, vc, ks, vs, idx = _args(i)

@@ -30,6 +30,8 @@ def _gathered(q, k_cache, v_cache, key_scale, value_scale, idx, scale):
     group = Hq // Hkv
     valid = idx != EMPTY_SLOT
     safe = torch.where(valid, idx, torch.zeros_like(idx)).long()  # [T, Hkv, N]
+    if C == 0:  # an empty cache (every slot -1): gather the masked slots from a zero row
+        k_cache = v_cache = k_cache.new_zeros(Hkv, 1, D)
     g = torch.arange(Hkv, device=q.device).view(1, Hkv, 1).expand_as(safe)
     kg = k_cache[g, safe].to(F64)  # [T, Hkv, N, D]
     vg = v_cache[g, safe].to(F64)
