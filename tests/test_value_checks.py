@@ -329,6 +329,23 @@ def test_fp8_finiteness_reads_both_nan_patterns():
     assert bool(rb_if._all_finite(every[:0x7F])) and not bool(rb_if._all_finite(every))
 
 
+def test_rows_a_call_never_reads_are_not_checked(device):
+    """Only what a call reads must be finite: relbias varlen k / v rows past the last sequence (cu_seqlens_k[-1] may
+    end before k does) and mqa_decode's padding heads of q (past num_heads) may hold NaN; the same bits as with them
+    zero. Shown failing with the checks over whole tensors."""
+    call, i = _relbias(device, "relbias-varlen-mixed3")
+    pad = lambda t, x: torch.cat([t, torch.full((5,) + t.shape[1:], x, dtype=t.dtype, device=t.device)])  # noqa: E731
+    a = call(k=pad(i["k"], 0.0), v=pad(i["v"], 0.0))
+    b = call(k=pad(i["k"], float("nan")), v=pad(i["v"], float("inf")))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    mcall, m = _mqa(device)
+    H = m["num_heads"]
+    assert m["q"].shape[1] > H  # the case has padding heads
+    a = mcall()
+    b = mcall(q=_set(m["q"], (slice(None), slice(H, None)), float("nan")))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
 def test_cos_sin_rows_outside_positions_are_not_read(device):
     """The cos_sin check reads the rows at positions only (the table may hold a long context's every position): a
     NaN in a row no token of the call sits at is not an error, for the attention and for the writer."""

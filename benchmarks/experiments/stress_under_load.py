@@ -40,7 +40,9 @@ benchmarks/experiments/stress-h200-5c40b98-slow-writer.json. At 73b3b4d (the q-w
 benchmarks/experiments/stress-h200-73b3b4d-release-early-contract.json. At 58f9ec6 on an H100 80GB HBM3 (the
 default jobs, 20 s): benchmarks/experiments/stress-h100-58f9ec6.json: every job 0 wrong calls; the relbias kernel with
 unused turns (wrong by design) faulted at its first call (an illegal memory access) where the H200 had shown wrong
-rows; that run's "failed" list predates the rule that a job wrong by design fails no run.
+rows; that run's "failed" list predates the rule that a job wrong by design fails no run. At 4deffb2 on an H100
+80GB HBM3 (the same jobs, 20 s): benchmarks/experiments/stress-h100-4deffb2.json: every job 0 wrong calls, the
+by-design job faulted at its first call again, recorded as the check shown failing, and the run exited 0.
 """
 
 import argparse

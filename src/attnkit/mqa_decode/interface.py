@@ -332,7 +332,9 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     T, H, R, S = cfg.T, cfg.H, cfg.R, cfg.S
     dev = q.device
     if cfg.validate:  # one wait for the GPU: reductions of the slot lists and q on the device, the small rest copied
-        flags = torch.cat([index_span(swa_idx), index_span(comp_idx), torch.isfinite(q).all().to(torch.int32).view(1),
+        # q's live heads only: the padding heads are never read, and may hold anything
+        flags = torch.cat([index_span(swa_idx), index_span(comp_idx),
+                           torch.isfinite(q[:, :H]).all().to(torch.int32).view(1),
                            _rows_finite(cos_sin, positions).to(torch.int32).view(1)])
         flags, pos, snk = to_host(flags, positions, sink)
         flags = flags.tolist()

@@ -123,29 +123,36 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
     return paged, fp8, Hkv, B
 
 
-def _all_finite(t):
-    """Whether every element of t is finite, reduced on its device (a 0-d bool tensor, for to_host). float8_e4m3fn,
-    which has no infinity and for which torch has no isfinite, by its NaN bit patterns (0x7F, 0xFF)."""
-    if t.dtype == torch.float8_e4m3fn:
-        return ((t.view(torch.uint8) & 0x7F) != 0x7F).all()
-    return torch.isfinite(t).all()
+def _all_finite(t, rows=None):
+    """Whether every element of t is finite, reduced on its device (a 0-d bool tensor, for to_host); with rows (a 0-d
+    device tensor), only t's first `rows` rows are asked (the rows past a varlen call's last sequence are never
+    read, and may hold anything). float8_e4m3fn, which has no infinity and for which torch has no isfinite, by its
+    NaN bit patterns (0x7F, 0xFF)."""
+    ok = ((t.view(torch.uint8) & 0x7F) != 0x7F) if t.dtype == torch.float8_e4m3fn else torch.isfinite(t)
+    if rows is None:
+        return ok.all()
+    if t.shape[0] == 0:
+        return torch.ones((), dtype=torch.bool, device=t.device)
+    read = torch.arange(t.shape[0], device=t.device) < rows
+    return (ok.reshape(t.shape[0], -1).all(1) | ~read).all()
 
 
 def _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table, k_scale, v_scale, paged, fp8,
                   B, max_seqlen_q, max_seqlen_k):
     """The value checks of ``validate`` (every call; skip them under CUDA-graph capture with validate=False), one
     wait for the GPU: the sequence offsets and the block table copied, the finiteness of q, the table, the scales
-    and (not paged) k and v reduced on the device. kk, vv: k and v, or the caches when paged (a cache, which may be
-    far larger than a call's keys, is not scanned: relbias_write_kv checks what enters it). Returns the batch's
-    longest query and key sequences (None, None when B = 0)."""
+    and (not paged) k and v in the rows of the sequences reduced on the device. kk, vv: k and v, or the caches when
+    paged (a cache, which may be far larger than a call's keys, is not scanned: relbias_write_kv checks what enters
+    it). Returns the batch's longest query and key sequences (None, None when B = 0)."""
     total_q = q.shape[0]
     longest_q = longest_k = None
-    # a NaN or infinite q, k or v element gives no score a softmax can take; unchecked, the Triton kernel returned
-    # such a row as if it saw no key (0 and LSE -inf, in the interpreter): a plausible answer
-    named = [("q", q), ("table", table)] + ([("k_scale", k_scale), ("v_scale", v_scale)] if fp8 else []) \
-        + ([] if paged else [("k", kk), ("v", vv)])
+    # a NaN or infinite q or k element gives no score a softmax can take: unchecked, the Triton kernel returned a row
+    # that met one as if it saw no key (0 and LSE -inf, in the interpreter), a plausible answer; a v one, NaN outputs
+    named = [("q", q, None), ("table", table, None)] \
+        + ([("k_scale", k_scale, None), ("v_scale", v_scale, None)] if fp8 else []) \
+        + ([] if paged else [("k", kk, cu_seqlens_k[-1]), ("v", vv, cu_seqlens_k[-1])])
     cq, *rest, finite = to_host(cu_seqlens_q, *((seqused_k, block_table) if paged else (cu_seqlens_k,)),
-                                torch.stack([_all_finite(t) for _, t in named]))
+                                torch.stack([_all_finite(t, rows) for _, t, rows in named]))
     require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
             f"must start at 0, be non-decreasing and end at total_q={total_q}")
     if paged:
@@ -169,7 +176,7 @@ def _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
     if B and max_seqlen_k is not None:
         require(max_seqlen_k >= longest_k, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
                 f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
-    for (n, _), ok in zip(named, finite.tolist()):
+    for (n, _, _), ok in zip(named, finite.tolist()):
         require(bool(ok), n, "holds a non-finite value")
     return longest_q, longest_k
 
