@@ -583,3 +583,37 @@ def test_decode_plan_covers_every_key_and_token_and_the_one_wave_rule_keeps_its_
         p = decode_plan(batch, 8, group, 128, q, k, sms, "cuda", extent=8192, sm90=True, paged=paged, fp8=fp8,
                         page=page)
         assert p.num_splits * p.keys_per_split >= k > (p.num_splits - 1) * p.keys_per_split, (batch, q, k, p)
+
+
+# (case, options): every route a varlen call can take; options a route cannot take on this device are skipped there
+_PAST_END_ROUTES = [
+    ("relbias-varlen-mixed3", {}), ("relbias-varlen-mixed3", {"gluon": False}),
+    ("relbias-varlen-mixed5", {}), ("relbias-varlen-mixed5", {"gluon": False}),
+    ("relbias-varlen-mixed5", {"gluon": True, "gluon_ws": False}), ("relbias-varlen-mixed5", {"gluon_ws": True}),
+    ("relbias-decode-b3-k203", {}), ("relbias-decode-b3-k203", {"_force": "forward"}),
+    ("relbias-fp8-decode-b2", {}), ("relbias-fp8-decode-b2", {"gluon_decode": False}),
+    ("relbias-fp8-decode-b2", {"gluon_decode": True}), ("relbias-fp8-decode-b2", {"_force": "forward"}),
+]
+
+
+@pytest.mark.parametrize("case_id, opts", _PAST_END_ROUTES, ids=[f"{c}-{o}" for c, o in _PAST_END_ROUTES])
+def test_keys_past_the_last_sequence_never_reach_the_result(case_id, opts, device):
+    """k and v may run past cu_seqlens_k[-1] (a caller's preallocated buffer): rows there never reach the result,
+    whatever they hold. Five rows appended past the last sequence, zero and then NaN keys and infinite values
+    (float8: the NaN pattern 0x7F in both): the same bits, finite, on every route, with the value checks on (the
+    Gluon forward kernels' TMA copies read whole key tiles, so the call cuts k and v to the rows the checks read:
+    without that cut this failed on the H200 on the Gluon forward routes, their outputs NaN)."""
+    inp = _inp(case_id, device)
+
+    def pad(t, x):
+        if t.dtype == torch.float8_e4m3fn:
+            rows = torch.full((5,) + t.shape[1:], 0x7F if x else 0, dtype=torch.uint8, device=t.device)
+            return torch.cat([t.view(torch.uint8), rows]).view(torch.float8_e4m3fn)
+        return torch.cat([t, torch.full((5,) + t.shape[1:], x, dtype=t.dtype, device=t.device)])
+    try:
+        zero = relbias_kernel_call(dict(inp, k=pad(inp["k"], 0.0), v=pad(inp["v"], 0.0)), **opts)
+    except ValueError as e:  # a route this device cannot run (the Gluon kernels off sm_90), or not for this shape
+        pytest.skip(f"not a route here: {e}")
+    bad = relbias_kernel_call(dict(inp, k=pad(inp["k"], float("nan")), v=pad(inp["v"], float("inf"))), **opts)
+    assert torch.isfinite(bad[0].float()).all()
+    assert torch.equal(zero[0], bad[0]) and torch.equal(zero[1], bad[1])

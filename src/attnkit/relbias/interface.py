@@ -123,36 +123,22 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
     return paged, fp8, Hkv, B
 
 
-def _all_finite(t, rows=None):
-    """Whether every element of t is finite, reduced on its device (a 0-d bool tensor, for to_host); with rows (a 0-d
-    device tensor), only t's first `rows` rows are asked (the rows past a varlen call's last sequence are never
-    read, and may hold anything). float8_e4m3fn, which has no infinity and for which torch has no isfinite, by its
-    NaN bit patterns (0x7F, 0xFF)."""
-    ok = ((t.view(torch.uint8) & 0x7F) != 0x7F) if t.dtype == torch.float8_e4m3fn else torch.isfinite(t)
-    if rows is None:
-        return ok.all()
-    if t.shape[0] == 0:
-        return torch.ones((), dtype=torch.bool, device=t.device)
-    read = torch.arange(t.shape[0], device=t.device) < rows
-    return (ok.reshape(t.shape[0], -1).all(1) | ~read).all()
-
-
-def _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table, k_scale, v_scale, paged, fp8,
+def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table, k_scale, v_scale, paged, fp8,
                   B, max_seqlen_q, max_seqlen_k):
     """The value checks of ``validate`` (every call; skip them under CUDA-graph capture with validate=False), one
-    wait for the GPU: the sequence offsets and the block table copied, the finiteness of q, the table, the scales
-    and (not paged) k and v in the rows of the sequences reduced on the device. kk, vv: k and v, or the caches when
-    paged (a cache, which may be far larger than a call's keys, is not scanned: relbias_write_kv checks what enters
-    it). Returns the batch's longest query and key sequences (None, None when B = 0)."""
+    wait for the GPU: the sequence offsets and the block table copied, the finiteness of q, the table and the scales
+    reduced on the device. k and v are not scanned: that reads every key again, as much as a decode call reads
+    (with the scan a validated 32 x 8K decode took 3457 us of host time on an H100,
+    benchmarks/experiments/host-overhead-h100-445aae2-kv-scan.json; 540-675 without it at 4559ab5, other runs);
+    relbias_write_kv checks what enters a paged cache. kk: k, or k_cache when paged. Returns the batch's longest query and key sequences (None, None when
+    B = 0) and, not paged, the rows of k and v the sequences hold (cu_seqlens_k[-1]; else None)."""
     total_q = q.shape[0]
-    longest_q = longest_k = None
-    # a NaN or infinite q or k element gives no score a softmax can take: unchecked, the Triton kernel returned a row
-    # that met one as if it saw no key (0 and LSE -inf, in the interpreter), a plausible answer; a v one, NaN outputs
-    named = [("q", q, None), ("table", table, None)] \
-        + ([("k_scale", k_scale, None), ("v_scale", v_scale, None)] if fp8 else []) \
-        + ([] if paged else [("k", kk, cu_seqlens_k[-1]), ("v", vv, cu_seqlens_k[-1])])
+    longest_q = longest_k = kv_rows = None
+    # a NaN or infinite q element gives no score a softmax can take: unchecked, the Triton kernel returned its row as
+    # if it saw no key (0 and LSE -inf, in the interpreter), a plausible answer
+    named = [("q", q), ("table", table)] + ([("k_scale", k_scale), ("v_scale", v_scale)] if fp8 else [])
     cq, *rest, finite = to_host(cu_seqlens_q, *((seqused_k, block_table) if paged else (cu_seqlens_k,)),
-                                torch.stack([_all_finite(t, rows) for _, t, rows in named]))
+                                torch.stack([torch.isfinite(t).all() for _, t in named]))
     require(int(cq[0]) == 0 and bool((cq[1:] >= cq[:-1]).all()) and int(cq[-1]) == total_q, "cu_seqlens_q",
             f"must start at 0, be non-decreasing and end at total_q={total_q}")
     if paged:
@@ -168,6 +154,7 @@ def _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
         require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
                 "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
         lk = ck[1:] - ck[:-1]
+        kv_rows = int(ck[-1])
     if B:
         longest_q, longest_k = int((cq[1:] - cq[:-1]).max()), int(lk.max())
     if B and max_seqlen_q is not None:
@@ -176,9 +163,18 @@ def _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
     if B and max_seqlen_k is not None:
         require(max_seqlen_k >= longest_k, "max_seqlen_k", f"{max_seqlen_k} is below the batch's longest key "
                 f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
-    for (n, _, _), ok in zip(named, finite.tolist()):
+    for (n, _), ok in zip(named, finite.tolist()):
         require(bool(ok), n, "holds a non-finite value")
-    return longest_q, longest_k
+    return longest_q, longest_k, kv_rows
+
+
+def _sequence_rows(k, v, rows):
+    """k, v cut to the rows the sequences hold where the value checks read that count (rows): the TMA copies of whole
+    key tiles then zero-fill past the last sequence instead of reading what the caller's buffer holds there (the
+    Gluon forward kernels multiply those rows by a zero probability, and 0 x inf or NaN is NaN)."""
+    if rows is not None and 0 < rows < k.shape[0]:
+        return k[:rows], v[:rows]
+    return k, v
 
 
 def _check_block_ids(bt, lo, hi, num_blocks):
@@ -300,10 +296,11 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         _CALLS.put(key, c)
     paged, B = c.paged, c.B
     kk, vv = (k_cache, v_cache) if paged else (k, v)
-    longest_q = longest_k = None
+    longest_q = longest_k = kv_rows = None
     if c.validate:
-        longest_q, longest_k = _check_values(q, kk, vv, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, table,
-                                             k_scale, v_scale, paged, c.fp8, B, max_seqlen_q, max_seqlen_k)
+        longest_q, longest_k, kv_rows = _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
+                                                      table, k_scale, v_scale, paged, c.fp8, B, max_seqlen_q,
+                                                      max_seqlen_k)
     if max_seqlen_q is None and longest_q is not None:  # from the validation's host copy
         max_seqlen_q = longest_q
     elif max_seqlen_q is None:
@@ -336,7 +333,8 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         return out, lse
     o = c.opts
     if route is not False:  # the Gluon forward kernel, with its configuration for this max_seqlen_q
-        _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, c.scale, window, beyond, c.Hkv, B,
+        _gluon_fwd(q, *_sequence_rows(kk, vv, kv_rows), tab, out, lse, cu_seqlens_q, cu_seqlens_k, c.scale, window,
+                   beyond, c.Hkv, B,
                    max_seqlen_q, _perturb, route, o["heavy"], unused_turns=_ws_unused_turns)
         return out, lse
     total_q, Hq, D = q.shape
@@ -345,7 +343,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                      bias_prefetch=o["prefetch"], bias_strip=o["strip"], kv_tma=o["tma"], **o["tune"])
     k_desc, v_desc = kk, vv
     if cfg.kv_tma:
-        k_desc, v_desc = (_kv_descriptor(t, cfg.block_n, paged) for t in (kk, vv))
+        k_desc, v_desc = (_kv_descriptor(t, cfg.block_n, paged) for t in _sequence_rows(kk, vv, kv_rows))
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     dummy = cu_seqlens_q
@@ -687,9 +685,9 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
         _WRITES.put(key, w)
     fp8 = w.fp8
     if w.validate:  # one wait for the GPU: the offsets, lengths, block table and scales copied, k_new and v_new's
-        # finiteness reduced on the device (what enters the cache: the attention does not scan a paged cache)
+        # finiteness reduced on the device (what enters the cache: the attention scans no keys or values)
         cu, su, bt, fin, *scales = to_host(cu_seqlens_new, seqused_k, block_table,
-                                           torch.stack([_all_finite(k_new), _all_finite(v_new)]),
+                                           torch.stack([torch.isfinite(k_new).all(), torch.isfinite(v_new).all()]),
                                            *((k_scale, v_scale) if fp8 else ()))
         require(int(cu[0]) == 0 and bool((cu[1:] >= cu[:-1]).all()) and int(cu[-1]) == k_new.shape[0],
                 "cu_seqlens_new", f"must start at 0, be non-decreasing and end at total_new={k_new.shape[0]}")
