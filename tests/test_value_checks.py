@@ -331,3 +331,39 @@ def test_cos_sin_rows_outside_positions_are_not_read(device):
     call(cos_sin=_set(i["cos_sin"], (row, 3), float("nan")))
     wcall, a = _writer(device)
     wcall(cos_sin=_set(a["cos_sin"], (9, 3), float("nan")))
+
+
+def _grad(t):
+    return t.detach().clone().requires_grad_()
+
+
+@pytest.mark.parametrize("entry", ["sparse_int8", "mqa_decode", "mqa_writer", "relbias", "relbias_write_kv", "merge"])
+def test_inputs_that_require_grad_are_refused_with_grad_mode_on(entry, device):
+    """The kernels have no backward: an input that requires grad would get a result cut off from autograd (its
+    gradient silently missing), so with grad mode on it is a ValueError naming it; under torch.no_grad() the same
+    call runs. Shown failing without the check (the call returned a result that does not require grad)."""
+    from attnkit.splitk import merge_partials
+    if entry == "sparse_int8":
+        call, i = _sparse(device)
+        kw, name = dict(q=_grad(i["q"])), "q"
+    elif entry == "mqa_decode":
+        call, i = _mqa(device)
+        kw, name = dict(sink=_grad(i["sink"])), "sink"
+    elif entry == "mqa_writer":
+        call, i = _writer(device)
+        kw, name = dict(latent=_grad(i["latent"])), "latent"
+    elif entry == "relbias":
+        call, i = _relbias(device, "relbias-varlen-mixed3")
+        kw, name = dict(table=_grad(i["table"])), "table"
+    elif entry == "relbias_write_kv":
+        call, i = _writer_kv(device)
+        kw, name = dict(v_new=_grad(i["v_new"])), "v_new"
+    else:
+        m = torch.zeros(2, 3, device=device)
+        call = lambda **kw: merge_partials(**{**dict(m=m, l=torch.ones(2, 3, device=device),  # noqa: E731
+                                                    acc=torch.zeros(2, 3, 8, device=device)), **kw})
+        kw, name = dict(acc=_grad(torch.ones(2, 3, 8, device=device))), "acc"
+    with pytest.raises(ValueError, match=f"{name}: requires grad, but attnkit's kernels are forward-only"):
+        call(**kw)
+    with torch.no_grad():
+        call(**kw)

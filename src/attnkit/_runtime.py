@@ -28,6 +28,17 @@ def require(cond: bool, name: str, msg: str) -> None:
         raise ValueError(f"{name}: {msg}")
 
 
+def forward_only(**tensors) -> None:
+    """attnkit's kernels have no backward: with grad mode on, an input that requires grad would get a result cut off
+    from autograd, its gradient silently missing. That is a ValueError naming the input (the custom ops instead
+    raise at backward, as torch.library does for an op with no autograd formula)."""
+    if torch.is_grad_enabled():
+        for name, t in tensors.items():
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                raise ValueError(f"{name}: requires grad, but attnkit's kernels are forward-only (no backward): call "
+                                 f"under torch.no_grad() or torch.inference_mode(), or pass {name}.detach()")
+
+
 def to_host(*ts: torch.Tensor) -> list[torch.Tensor]:
     """The tensors `ts` on the host, copied with one synchronization for all of them (a call's value checks: one
     wait for the GPU instead of one per ``.item()`` / ``.cpu()``). CPU tensors come back as they are."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from ._runtime import check_device, pdl_launch, require
+from ._runtime import check_device, forward_only, pdl_launch, require
 from .options import IntOption, Switch
 
 MERGE_BLOCK_D = IntOption("merge_block_d", "ATTNKIT_MERGE_BLOCK_D", None, 16, 256,
@@ -63,6 +63,7 @@ def _validate(m, l, acc, out_dtype):
         require(isinstance(t, torch.Tensor), n, "must be a tensor")
         require(t.dtype == torch.float32, n, f"must be float32, got {t.dtype}")
         check_device(n, t)
+    forward_only(m=m, l=l, acc=acc)
     require(m.dim() == 2, "m", f"must be [S, R], got {tuple(m.shape)}")
     require(l.shape == m.shape, "l", f"must match m's shape {tuple(m.shape)}, got {tuple(l.shape)}")
     require(acc.dim() == 3 and acc.shape[:2] == m.shape, "acc", f"must be [S, R, D] with [S, R] = {tuple(m.shape)}, "

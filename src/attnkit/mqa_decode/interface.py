@@ -14,7 +14,7 @@ import torch
 
 from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
-from .._runtime import check_device, index_span, pdl_launch, require, resolve_pdl, to_host
+from .._runtime import check_device, forward_only, index_span, pdl_launch, require, resolve_pdl, to_host
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
@@ -47,6 +47,7 @@ def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, val
     kernel released before the writer waits for the kernel before it (mqa_decode_step's writer_release_early).
     ``_diag_delay_ns`` (diagnostics, compiled GPU kernels only): each program spins that many nanoseconds before its
     loads and stores (the stress check's slow writer, which an attention that does not wait must read stale)."""
+    forward_only(latent=latent, cos_sin=cos_sin)
     key = _WRITES.key((latent, positions, cos_sin, slots, cache),
                       (fmt, validate, pdl, loads_first, release_early, _perturb, _diag_delay_ns))
     w = _WRITES.get(key)
@@ -316,6 +317,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     cos_sin early with merge_early). In a step, ``mqa_write_records`` writes only its cache, so the query's
     preparation overlaps the writer. Not with gluon_async.
     """
+    forward_only(q=q, cos_sin=cos_sin, sink=sink)
     tensors = (q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, out, lse, workspace, out_fp8,
                out_scale)
     scalars = (num_heads, softmax_scale, comp_format, num_splits, kernel, out_dc, validate, swapab_per_format, gluon,

@@ -15,7 +15,8 @@ import triton
 from .. import _runtime, splitk
 from ..splitk import PDL as PDL_OPT
 from .._callcache import CallCache, Launch
-from .._runtime import _cuda_capability, check_device, interpreting, pdl_launch, require, resolve_pdl, to_host
+from .._runtime import (_cuda_capability, check_device, forward_only, interpreting, pdl_launch, require, resolve_pdl,
+                        to_host)
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
@@ -130,8 +131,9 @@ def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, tab
     reduced on the device. k and v are not scanned: that reads every key again, as much as a decode call reads
     (with the scan a validated 32 x 8K decode took 3457 us of host time on an H100,
     benchmarks/experiments/host-overhead-h100-445aae2-kv-scan.json; 540-675 without it at 4559ab5, other runs);
-    relbias_write_kv checks what enters a paged cache. kk: k, or k_cache when paged. Returns the batch's longest query and key sequences (None, None when
-    B = 0) and, not paged, the rows of k and v the sequences hold (cu_seqlens_k[-1]; else None)."""
+    relbias_write_kv checks what enters a paged cache. kk: k, or k_cache when paged. Returns the batch's longest
+    query and key sequences (None, None when B = 0) and, not paged, the rows of k and v the sequences hold
+    (cu_seqlens_k[-1]; else None)."""
     total_q = q.shape[0]
     longest_q = longest_k = kv_rows = None
     # a NaN or infinite q element gives no score a softmax can take: unchecked, the Triton kernel returned its row as
@@ -289,6 +291,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                gluon_bias_pairs, gluon_bias_ahead, gluon_bias_diag, gluon_ws_unroll, fp8_f16_cvt, fp8_asm_cvt,
                gluon_decode, gluon_decode_cvt, gluon_decode_tma, gluon_decode_bias_async, gluon_decode_kreg,
                gluon_decode_maxnreg, gluon_decode_banks, _perturb, _force, _masked_strip, _ws_unused_turns)
+    forward_only(q=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, table=table, k_scale=k_scale, v_scale=v_scale)
     key = _CALLS.key(tensors, scalars)
     c = _CALLS.get(key)
     if c is None:
@@ -334,8 +337,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
     o = c.opts
     if route is not False:  # the Gluon forward kernel, with its configuration for this max_seqlen_q
         _gluon_fwd(q, *_sequence_rows(kk, vv, kv_rows), tab, out, lse, cu_seqlens_q, cu_seqlens_k, c.scale, window,
-                   beyond, c.Hkv, B,
-                   max_seqlen_q, _perturb, route, o["heavy"], unused_turns=_ws_unused_turns)
+                   beyond, c.Hkv, B, max_seqlen_q, _perturb, route, o["heavy"], unused_turns=_ws_unused_turns)
         return out, lse
     total_q, Hq, D = q.shape
     fp8, fp8_kind = c.fp8, c.fp8_kind
@@ -676,6 +678,7 @@ def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
     """Append new tokens' k, v [total_new, Hkv, D] into a paged cache at positions seqused_k[b] + i
     (quantizing to fp8 when the cache is fp8). The caller advances seqused_k afterwards. ``pdl``
     (``ATTNKIT_PDL``): launched as a programmatic dependent (CUDA sm_90+; off, not timed)."""
+    forward_only(k_new=k_new, v_new=v_new, k_scale=k_scale, v_scale=v_scale)
     key = _WRITES.key((k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, k_scale, v_scale),
                       (validate, pdl, _off_by_one))
     w = _WRITES.get(key)

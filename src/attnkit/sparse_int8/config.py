@@ -129,8 +129,8 @@ GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", Fal
                        "programs; the same bits); default off: 0.7-4.4 % slower in the sweep "
                        "sparse_int8-gluon-overlap")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
-                  "the value checks: every index in [-1, C), q and the scales finite (one wait for the GPU; turn off for "
-                  "CUDA-graph capture)")
+                  "the value checks: every index in [-1, C), q and the scales finite (one wait for the GPU; turn off "
+                  "for CUDA-graph capture)")
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import torch
 
 from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
-from .._runtime import (check_device, gluon_runs, index_span, interpreting, pdl_launch, require, resolve_pdl,
-                       to_host)
+from .._runtime import (check_device, forward_only, gluon_runs, index_span, interpreting, pdl_launch, require,
+                        resolve_pdl, to_host)
 from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
                      QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
@@ -84,6 +84,7 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     turn off under CUDA-graph capture),
     ``pdl`` (``ATTNKIT_PDL``: programmatic dependent launch of the kernels, CUDA sm_90+; default off: no faster in the pdl-sparse_int8 sweep).
     """
+    forward_only(q=q, key_scale=key_scale, value_scale=value_scale)
     key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse), (scale, tiles_per_split,
                       pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
                       merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget))
