@@ -128,12 +128,10 @@ def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, tab
                   B, max_seqlen_q, max_seqlen_k):
     """The value checks of ``validate`` (every call; skip them under CUDA-graph capture with validate=False), one
     wait for the GPU: the sequence offsets and the block table copied, the finiteness of q, the table and the scales
-    reduced on the device. k and v are not scanned: that reads every key again, as much as a decode call reads
-    (with the scan a validated 32 x 8K decode took 3457 us of host time on an H100,
-    benchmarks/experiments/host-overhead-h100-445aae2-kv-scan.json; 540-675 without it at 4559ab5, other runs);
-    relbias_write_kv checks what enters a paged cache. kk: k, or k_cache when paged. Returns the batch's longest
-    query and key sequences (None, None when B = 0) and, not paged, the rows of k and v the sequences hold
-    (cu_seqlens_k[-1]; else None)."""
+    reduced on the device. k and v are not scanned: that would read every key again, as much as a decode call
+    reads (docs/relbias.md has the measured cost); relbias_write_kv checks what enters a paged cache. kk: k, or
+    k_cache when paged. Returns the batch's longest query and key sequences (None, None when B = 0) and, not paged,
+    the rows of k and v the sequences hold (cu_seqlens_k[-1]; else None)."""
     total_q = q.shape[0]
     longest_q = longest_k = kv_rows = None
     # a NaN or infinite q element gives no score a softmax can take: unchecked, the Triton kernel returned its row as
