@@ -57,7 +57,8 @@ def test_test_shards_partition_a_file():
 
 # benchmarks/experiments' scripts by what they need: a GPU (each says so and exits where there is none) or not
 GPU_ONLY_EXPERIMENTS = {"flex_score_mod_variants", "host_overhead", "launch_floor", "mqa_cluster_occupancy",
-                        "mqa_step_parts", "mqa_t1_lists", "sparse_int8_decode_parts", "sparse_int8_gather_floor",
+                        "mqa_step_parts", "mqa_t1_lists", "relbias_past_rows",
+                        "sparse_int8_decode_parts", "sparse_int8_gather_floor",
                         "sync_cost"}
 CPU_EXPERIMENTS = {"gluon_mqa_decode_once_sm90", "gluon_sparse_int8_tile_sm90", "gluon_ws_sm90_compile",
                    "ncu_source_summary", "sparse_int8_rounding_floor", "wrapper_overhead",

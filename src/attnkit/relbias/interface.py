@@ -130,10 +130,9 @@ def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, tab
     wait for the GPU: the sequence offsets and the block table copied, the finiteness of q, the table and the scales
     reduced on the device. k and v are not scanned: that would read every key again, as much as a decode call
     reads (docs/relbias.md has the measured cost); relbias_write_kv checks what enters a paged cache. kk: k, or
-    k_cache when paged. Returns the batch's longest query and key sequences (None, None when B = 0) and, not paged,
-    the rows of k and v the sequences hold (cu_seqlens_k[-1]; else None)."""
+    k_cache when paged. Returns the batch's longest query and key sequences (None, None when B = 0)."""
     total_q = q.shape[0]
-    longest_q = longest_k = kv_rows = None
+    longest_q = longest_k = None
     # a NaN or infinite q element gives no score a softmax can take: unchecked, the Triton kernel returned its row as
     # if it saw no key (0 and LSE -inf, in the interpreter), a plausible answer
     named = [("q", q), ("table", table)] + ([("k_scale", k_scale), ("v_scale", v_scale)] if fp8 else [])
@@ -154,7 +153,6 @@ def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, tab
         require(int(ck[0]) == 0 and bool((ck[1:] >= ck[:-1]).all()) and int(ck[-1]) <= kk.shape[0],
                 "cu_seqlens_k", f"must start at 0, be non-decreasing and end at most at total_k={kk.shape[0]}")
         lk = ck[1:] - ck[:-1]
-        kv_rows = int(ck[-1])
     if B:
         longest_q, longest_k = int((cq[1:] - cq[:-1]).max()), int(lk.max())
     if B and max_seqlen_q is not None:
@@ -165,16 +163,7 @@ def _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, tab
                 f"sequence ({longest_k}): the decode split plan would leave its keys past {max_seqlen_k} unread")
     for (n, _), ok in zip(named, finite.tolist()):
         require(bool(ok), n, "holds a non-finite value")
-    return longest_q, longest_k, kv_rows
-
-
-def _sequence_rows(k, v, rows):
-    """k, v cut to the rows the sequences hold where the value checks read that count (rows): the TMA copies of whole
-    key tiles then zero-fill past the last sequence instead of reading what the caller's buffer holds there (the
-    Gluon forward kernels multiply those rows by a zero probability, and 0 x inf or NaN is NaN)."""
-    if rows is not None and 0 < rows < k.shape[0]:
-        return k[:rows], v[:rows]
-    return k, v
+    return longest_q, longest_k
 
 
 def _check_block_ids(bt, lo, hi, num_blocks):
@@ -297,9 +286,9 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         _CALLS.put(key, c)
     paged, B = c.paged, c.B
     kk, vv = (k_cache, v_cache) if paged else (k, v)
-    longest_q = longest_k = kv_rows = None
+    longest_q = longest_k = None
     if c.validate:
-        longest_q, longest_k, kv_rows = _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
+        longest_q, longest_k = _check_values(q, kk, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                                                       table, k_scale, v_scale, paged, c.fp8, B, max_seqlen_q,
                                                       max_seqlen_k)
     if max_seqlen_q is None and longest_q is not None:  # from the validation's host copy
@@ -334,7 +323,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
         return out, lse
     o = c.opts
     if route is not False:  # the Gluon forward kernel, with its configuration for this max_seqlen_q
-        _gluon_fwd(q, *_sequence_rows(kk, vv, kv_rows), tab, out, lse, cu_seqlens_q, cu_seqlens_k, c.scale, window,
+        _gluon_fwd(q, kk, vv, tab, out, lse, cu_seqlens_q, cu_seqlens_k, c.scale, window,
                    beyond, c.Hkv, B, max_seqlen_q, _perturb, route, o["heavy"], unused_turns=_ws_unused_turns)
         return out, lse
     total_q, Hq, D = q.shape
@@ -343,7 +332,7 @@ def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_c
                      bias_prefetch=o["prefetch"], bias_strip=o["strip"], kv_tma=o["tma"], **o["tune"])
     k_desc, v_desc = kk, vv
     if cfg.kv_tma:
-        k_desc, v_desc = (_kv_descriptor(t, cfg.block_n, paged) for t in _sequence_rows(kk, vv, kv_rows))
+        k_desc, v_desc = (_kv_descriptor(t, cfg.block_n, paged) for t in (kk, vv))
     from .kernel_fwd import relbias_fwd_kernel
     grid = (triton.cdiv(max(max_seqlen_q, 1), cfg.block_m), B, Hq)
     dummy = cu_seqlens_q
@@ -536,9 +525,17 @@ def _gluon_layout_ok(t, D) -> bool:
             and (t.stride(0) * t.element_size()) % 16 == 0)
 
 
+# The Gluon forward kernels zero, in shared memory, the value rows a TMA copy brought from past cu_seqlens_k[-1] (the
+# caller's buffer may run on with anything there, and 0 x NaN is NaN). False only in
+# benchmarks/experiments/relbias_past_rows.py, which shows the wrong outputs without it and times what it costs.
+_ZERO_PAST_ROWS = True
+
+
 def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B, max_seqlen_q, perturb, cfg, heavy,
                unused_turns=False):
-    """The Gluon forward kernel over TMA descriptors of k, v viewed as [total_k, Hkv * D] (_gluon_check passed)."""
+    """The Gluon forward kernel over TMA descriptors of k, v viewed as [total_k, Hkv * D] (_gluon_check passed): the
+    whole buffers, also rows past cu_seqlens_k[-1] (read by a sequence's last tile, zeroed before they reach the
+    value product: ZERO_PAST)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from .kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
@@ -552,7 +549,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
                     HAS_WINDOW=window is not None, CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb],
                     GATHER=cfg.bias_gather, ACC=cfg.bias_acc and scale > 0, PINGPONG=cfg.pingpong,
                     KREL=cfg.k_release, TREE=cfg.tree, PAIRS=cfg.bias_pairs, AHEAD=cfg.bias_ahead, DIAG=cfg.bias_diag,
-                    UNROLL2=cfg.unroll,
+                    UNROLL2=cfg.unroll, ZERO_PAST=_ZERO_PAST_ROWS,
                     num_warps=4,
                     maxnreg=GLUON_WS_MAXNREG)
         if unused_turns:  # the diagnostic: the kernel as it was before its turn barriers' fix
@@ -573,7 +570,7 @@ def _gluon_fwd(q, k, v, tab, out, lse, cu_q, cu_k, scale, window, beyond, Hkv, B
         CLAMP=beyond == "clamp", PERTURB=PERTURBATIONS[perturb], HEAVY_FIRST=heavy, PIPE=cfg.pipe,
         GATHER=cfg.bias_gather, EARLY=cfg.bias_early, P_SMEM=cfg.p_smem,
         LAZY=cfg.lazy_rescale, ACC=cfg.bias_acc and scale > 0, KEARLY=cfg.k_early, TREE=cfg.tree,
-        num_warps=cfg.num_warps,
+        ZERO_PAST=_ZERO_PAST_ROWS, num_warps=cfg.num_warps,
     )
 
 

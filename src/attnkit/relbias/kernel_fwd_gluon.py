@@ -63,6 +63,29 @@ def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: 
 
 
 @gluon.jit
+def _zero_rows_past(tile, n_ok, BLOCK_N: gl.constexpr, D: gl.constexpr, NW: gl.constexpr):
+    """Rows n_ok .. BLOCK_N - 1 of a value tile in shared memory set to zero, where n_ok < BLOCK_N (a uniform
+    branch): the TMA copy brought whole BLOCK_N-row tiles, so a tile that crosses the end of the last sequence
+    (cu_seqlens_k[-1]) holds whatever the caller's buffer holds past it, and a zero probability times inf or NaN is
+    NaN in the value product. Read and written back 32 rows at a time (16 registers a thread), then fenced for the
+    warpgroup MMA that reads the tile and synchronized across the calling warps (the partition's, where warp
+    specialized). Where two warp-specialized consumers share the tile, both may run this at once: they write the
+    same bits (each row's own values, or zeros past n_ok), so the order does not matter."""
+    if n_ok < BLOCK_N:
+        CH: gl.constexpr = 32
+        ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 * 8 // D, D // 8], [NW, 1], [1, 0])
+        for c in gl.static_range(BLOCK_N // CH):
+            if (c + 1) * CH > n_ok:
+                part = tile.slice(c * CH, CH)
+                x = part.load(ld)
+                r = c * CH + gl.arange(0, CH, layout=gl.SliceLayout(1, ld))
+                keep = (r < n_ok)[:, None] & (gl.arange(0, D, layout=gl.SliceLayout(0, ld)) >= 0)[None, :]
+                part.store(gl.where(keep, x, gl.zeros([CH, D], x.dtype, layout=ld)))
+        fence_async_shared()
+        gl.thread_barrier()
+
+
+@gluon.jit
 def _tile_bias(tab, base, E, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CLAMP: gl.constexpr, s_l: gl.constexpr,
                strip_l: gl.constexpr, GATHER: gl.constexpr = True, ACC: gl.constexpr = False, bias_mul=None,
                PAIRS: gl.constexpr = False, raw=None, raw_prev=None, DIAG: gl.constexpr = False):
@@ -336,8 +359,9 @@ def _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, 
           first_pos, seqlen_k, win, full_rows, qk_scale, MASKED: gl.constexpr, BLOCK_M: gl.constexpr,
           BLOCK_N: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr,
           CLAMP: gl.constexpr, PERTURB: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr, p_l: gl.constexpr,
-          strip_l: gl.constexpr, GATHER: gl.constexpr):
-    """Key tile j, both products synchronous; then its ring slot refilled with tile j + STAGES."""
+          strip_l: gl.constexpr, GATHER: gl.constexpr, kv_left=0, ZERO_PAST: gl.constexpr = False):
+    """Key tile j, both products synchronous; then its ring slot refilled with tile j + STAGES. ZERO_PAST (masked
+    tiles): kv_left rows of the buffer from krow hold keys, the rest of a tile crossing it zeroed (_zero_rows_past)."""
     slot = j % STAGES
     phase = (j // STAGES) & 1
     n0 = lo + j * BLOCK_N
@@ -349,6 +373,8 @@ def _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, 
     m_i, p, l_i, alpha = _softmax(s, m_i, l_i)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
     mbarrier.wait(vbar.index(slot), phase)
+    if ZERO_PAST and MASKED:
+        _zero_rows_past(v_smem.index(slot), kv_left - j * BLOCK_N, BLOCK_N, D, BLOCK_M // 16)
     acc = warpgroup_mma(gl.convert_layout(p.to(q_smem.dtype), p_l), v_smem.index(slot), acc)
     # the slot is free once both warpgroups are past its products
     gl.thread_barrier()
@@ -440,7 +466,7 @@ def relbias_fwd_gluon_kernel(
     HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr, HEAVY_FIRST: gl.constexpr = True,
     PIPE: gl.constexpr = False, GATHER: gl.constexpr = True, PDL: gl.constexpr = False, EARLY: gl.constexpr = False,
     P_SMEM: gl.constexpr = False, LAZY: gl.constexpr = False, ACC: gl.constexpr = False, KEARLY: gl.constexpr = False,
-    TREE: gl.constexpr = False,
+    TREE: gl.constexpr = False, ZERO_PAST: gl.constexpr = True,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -493,6 +519,9 @@ def relbias_fwd_gluon_kernel(
     bias_mul = 1.0 / sm_scale  # ACC (the host passes softmax_scale > 0)
     col = g * D
     krow = k_start + lo
+    kv_left = 0
+    if ZERO_PAST:  # the rows of the buffer from krow that hold keys: past cu_seqlens_k[-1] (B = the grid's y) none
+        kv_left = gl.load(CU_K + gl.num_programs(1)) - krow
 
     # three loops over the key tiles j = 0 .. kt - 1 (n0 = lo + j BLOCK_N), each of one kind: [0, ja) masked (the
     # window's leading edge), [ja, jb) interior (every key visible to every row: no mask), [jb, kt) masked (the
@@ -561,6 +590,8 @@ def relbias_fwd_gluon_kernel(
         if kt > 0:
             lslot = (kt - 1) % STAGES
             mbarrier.wait(vbar.index(lslot), ((kt - 1) // STAGES) & 1)
+            if ZERO_PAST:
+                _zero_rows_past(v_smem.index(lslot), kv_left - (kt - 1) * BLOCK_N, BLOCK_N, D, NW)
             if P_SMEM:
                 acc = warpgroup_mma(p_smem, v_smem.index(lslot), acc)
             else:
@@ -571,7 +602,8 @@ def relbias_fwd_gluon_kernel(
         for j in range(0, ja):
             m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
                                   tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
-                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER,
+                                  kv_left, ZERO_PAST)
         for j in range(ja, jb):
             m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
                                   tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, False, BLOCK_M,
@@ -579,7 +611,8 @@ def relbias_fwd_gluon_kernel(
         for j in range(jb, kt):
             m_i, l_i, acc = _step(j, q_smem, k_smem, v_smem, kbar, vbar, K_DESC, V_DESC, krow, col, kt, m_i, l_i, acc,
                                   tab, lo, shift, E, first_pos, seqlen_k, win, full_rows, qk_scale, True, BLOCK_M,
-                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER)
+                                  BLOCK_N, D, STAGES, HAS_WINDOW, CLAMP, PERTURB, s_l, o_l, p_l, strip_l, GATHER,
+                                  kv_left, ZERO_PAST)
 
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(kbar.index(i))

@@ -47,7 +47,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from .kernel_fwd_gluon import (LOG2E, _key_range, _program_block, _sequence_head, _softmax, _strip_raw,
-                               _tile_bias, _tile_scores, _write_out)
+                               _tile_bias, _tile_scores, _write_out, _zero_rows_past)
 
 WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
 WG_WARPS: gl.constexpr = gl.constexpr(4)
@@ -172,9 +172,10 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
                  CLAMP: gl.constexpr, PERTURB: gl.constexpr, GATHER: gl.constexpr, ACC: gl.constexpr,
                  PINGPONG: gl.constexpr, KREL: gl.constexpr = False, TREE: gl.constexpr = False,
                  PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False,
-                 UNROLL2: gl.constexpr = False):
+                 UNROLL2: gl.constexpr = False, k_end=0, ZERO_PAST: gl.constexpr = False):
     """Consumer warpgroup c: query rows m_base + 64c .. + 63 over its tiles of the union (the ring's tiles it ..
-    it + kt - 1), then out and LSE."""
+    it + kt - 1), then out and LSE. ZERO_PAST: value rows past k_end (cu_seqlens_k[-1]) in its last tile zeroed
+    before its product reads them (_zero_rows_past)."""
     D: gl.constexpr = HEAD_DIM
     dtype: gl.constexpr = Q.dtype.element_ty
     s_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WG_WARPS, 1],
@@ -316,6 +317,8 @@ def _ws_consumer(c: gl.constexpr, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kba
     if je > js:  # the last tile's value product, then its slot released
         lslot = (it + je - 1) % STAGES
         mbarrier.wait(vbar.index(lslot), ((it + je - 1) // STAGES) & 1)
+        if ZERO_PAST:
+            _zero_rows_past(v_smem.index(lslot), k_end - (k_start + lo + (je - 1) * BLOCK_N), BLOCK_N, D, WG_WARPS)
         acc = warpgroup_mma(p_prev, v_smem.index(lslot), acc)
         mbarrier.arrive(empty.index(lslot), count=1)
     _ws_release(je, kt, it, kbar, vbar, empty, kempty, turn, c, STAGES, PINGPONG, KREL)
@@ -374,6 +377,7 @@ def relbias_fwd_gluon_ws_kernel(
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
     AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False,
+    ZERO_PAST: gl.constexpr = True,
 ):
     BLOCK_M: gl.constexpr = 2 * WG_ROWS
     D: gl.constexpr = HEAD_DIM
@@ -396,6 +400,9 @@ def relbias_fwd_gluon_ws_kernel(
         lo = gl.maximum(0, first_pos - win + 1)
         lo = (lo // BLOCK_N) * BLOCK_N
     kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    k_end = 0
+    if ZERO_PAST:  # cu_seqlens_k[-1] (B = the grid's y): the buffer's rows past it are no sequence's keys
+        k_end = gl.load(CU_K + gl.num_programs(1))
 
     q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
                                                                            PINGPONG, KREL, UNUSED_TURNS)
@@ -405,12 +412,12 @@ def relbias_fwd_gluon_ws_kernel(
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, k_end, ZERO_PAST)),
         (_ws_consumer, (1, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start,
                         seqlen_q,
                         k_start, seqlen_k, m0, lo, kt, 0, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                         stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
+                        PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, k_end, ZERO_PAST)),
         (_ws_producer, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, k_start + lo, g * D, kt, 0,
                         BLOCK_N, D, STAGES, KREL)),
     ], [4, 1], [240, 24])
@@ -454,17 +461,20 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
                       GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr,
                       TREE: gl.constexpr = False, PAIRS: gl.constexpr = False, AHEAD: gl.constexpr = False,
-                      DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False):
+                      DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False, ZERO_PAST: gl.constexpr = False):
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
+    k_end = 0
+    if ZERO_PAST:  # cu_seqlens_k[-1]: B = n_bh / HQ sequences
+        k_end = gl.load(CU_K + n_bh // HQ)
     for t in range(gl.program_id(0), n_m * n_bh, gl.num_programs(0)):
         m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt = _ws_work(
             t, n_m, n_bh, CU_Q, CU_K, window, HQ, GROUP, PERTURB, BLOCK_N, HAS_WINDOW)
         _ws_consumer(c, Q, OUT, LSE, TABLE, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn, q_start, seqlen_q,
                      k_start, seqlen_k, m0, lo, kt, it, h, win, sm_scale, E, stride_qt, stride_qh, stride_ot,
                      stride_oh, stride_lt, HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC,
-                     PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)
+                     PINGPONG, KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, k_end, ZERO_PAST)
         it += kt
 
 
@@ -478,6 +488,7 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     GATHER: gl.constexpr = True, ACC: gl.constexpr = False, PINGPONG: gl.constexpr = False, KREL: gl.constexpr = False,
     UNUSED_TURNS: gl.constexpr = False, TREE: gl.constexpr = False, PAIRS: gl.constexpr = False,
     AHEAD: gl.constexpr = False, DIAG: gl.constexpr = False, UNROLL2: gl.constexpr = False,
+    ZERO_PAST: gl.constexpr = True,
 ):
     """relbias_fwd_gluon_ws_kernel on a persistent grid (one program per SM, launched with at most as many programs
     as work items): each program walks the work items t = program_id, program_id + num_programs, ... (query blocks
@@ -496,12 +507,12 @@ def relbias_fwd_gluon_ws_persistent_kernel(
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
+                             KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, ZERO_PAST)),
         (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
                              n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
-                             KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2)),
+                             KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, ZERO_PAST)),
         (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
                              n_bh, HQ, GROUP, PERTURB, BLOCK_N, D, STAGES, HAS_WINDOW, KREL)),
     ], [4, 1], [240, 24])
