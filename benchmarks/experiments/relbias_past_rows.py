@@ -101,7 +101,8 @@ def main():
         json.dump(art, f, indent=1)
     print(f"{'route (validate=False)':30s} {'non-finite off':>15s} {'on':>6s} {'== zero rows on':>16s}")
     for r in leaks:
-        print(f"{r['route']:30s} {r['nonfinite_off']:15d} {r['nonfinite_on']:6d} {str(r['equal_to_zero_rows_on']):>16s}")
+        same = str(r["equal_to_zero_rows_on"])
+        print(f"{r['route']:30s} {r['nonfinite_off']:15d} {r['nonfinite_on']:6d} {same:>16s}")
     print(f"\n{'case':36s} {'on us':>9s} {'off us':>9s} {'on/off':>7s} {'p20-p80':>13s}  (paired)")
     for cid in ids:
         on = next((r for r in rows if r["case"] == cid and r["provider"] == "zero-on"), {})
