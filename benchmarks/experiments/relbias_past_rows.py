@@ -11,9 +11,12 @@ Part 1, per Gluon forward route (relbias-varlen-mixed5 with five rows appended p
 infinite values; value checks off): the outputs that are not finite with the zeroing off and on, and whether the
 result with it on equals, bit for bit, the result over zero rows there.
 
-Part 2, its cost: the dispatched forward with the zeroing off and on on the model prefill shapes (sequence lengths
-multiples of the key tile: the check alone) and on shapes whose last tile crosses the end (the zeroing runs),
-timed by attnkit.bench.harness.bench_experiment (CUDA-graph replay, providers alternating, paired ratios).
+Part 2, its cost: the dispatched forward with the zeroing off and on, over buffers that end with the last sequence
+(exact: the kernels see that from the TMA descriptor's row count and zero nothing, the copies fill rows past the
+buffer with zeros themselves) and over buffers with PAD rows past it (a preallocated buffer), on the model prefill
+shapes (sequence lengths multiples of the key tile: no tile crosses the end) and on shapes whose last tile crosses
+it (with PAD rows, the zeroing runs), timed by attnkit.bench.harness.bench_experiment (CUDA-graph replay, providers
+alternating, paired ratios).
 
 Usage: python benchmarks/experiments/relbias_past_rows.py OUT.json [case ...]. Prints a table last.
 """
@@ -36,6 +39,7 @@ ROUTES = [("dispatched", {}), ("pipelined", {"gluon": True, "gluon_ws": False}),
           ("warp-specialized persistent", {"gluon_ws": True, "gluon_persistent": True})]
 CASES = ["relbias-model-prefill-8k-global", "relbias-model-prefill-8k-w1024", "relbias-model-varlen-mixed",
          "relbias-prefill-s1023"]
+PAD = 64
 
 
 def _pad(t, x, n=5):
@@ -65,8 +69,10 @@ def leak_table(case_id="relbias-varlen-mixed5"):
     return rows
 
 
-def _timed(flag):
+def _timed(flag, pad=0):
     def prepare(inp):
+        if pad:  # a preallocated buffer: pad rows past the last sequence (copies of its first rows: finite, not 0)
+            inp = dict(inp, k=torch.cat([inp["k"], inp["k"][:pad]]), v=torch.cat([inp["v"], inp["v"][:pad]]))
         interface._ZERO_PAST_ROWS = flag  # read when the launch is captured
         try:
             f = _relbias_ours(inp)
@@ -85,7 +91,9 @@ def _timed(flag):
 
 def providers():
     return [Provider("zero-on", "relbias", "ours", "rows past the end zeroed (the library)", _timed(True)),
-            Provider("zero-off", "relbias", "ours", "rows past the end not zeroed", _timed(False))]
+            Provider("zero-off", "relbias", "ours", "rows past the end not zeroed", _timed(False)),
+            Provider("zero-on-pad", "relbias", "ours", f"the library, {PAD} rows past the end", _timed(True, PAD)),
+            Provider("zero-off-pad", "relbias", "ours", f"not zeroed, {PAD} rows past the end", _timed(False, PAD))]
 
 
 def main():
@@ -103,16 +111,17 @@ def main():
     for r in leaks:
         same = str(r["equal_to_zero_rows_on"])
         print(f"{r['route']:30s} {r['nonfinite_off']:15d} {r['nonfinite_on']:6d} {same:>16s}")
-    print(f"\n{'case':36s} {'on us':>9s} {'off us':>9s} {'on/off':>7s} {'p20-p80':>13s}  (paired)")
+    print(f"\n{'case':36s} {'buffer':>7s} {'on us':>9s} {'off us':>9s} {'on/off':>7s} {'p20-p80':>13s}  (paired)")
     for cid in ids:
-        on = next((r for r in rows if r["case"] == cid and r["provider"] == "zero-on"), {})
-        off = next((r for r in rows if r["case"] == cid and r["provider"] == "zero-off"), {})
-        q = on.get("ratios", {}).get("zero-off", {})
-        if on.get("status") != "ok" or off.get("status") != "ok":
-            print(f"{cid:36s} failed: {on.get('error', '')[:40]} {off.get('error', '')[:40]}")
-            continue
-        print(f"{cid:36s} {on['median_us']:9.2f} {off['median_us']:9.2f} {q['median']:7.3f} "
-              f"{q['p20']:6.3f}-{q['p80']:<6.3f}")
+        for sfx, buf in (("", "exact"), ("-pad", f"+{PAD}")):
+            on = next((r for r in rows if r["case"] == cid and r["provider"] == "zero-on" + sfx), {})
+            off = next((r for r in rows if r["case"] == cid and r["provider"] == "zero-off" + sfx), {})
+            q = on.get("ratios", {}).get("zero-off" + sfx, {})
+            if on.get("status") != "ok" or off.get("status") != "ok":
+                print(f"{cid:36s} {buf:>7s} failed: {on.get('error', '')[:40]} {off.get('error', '')[:40]}")
+                continue
+            print(f"{cid:36s} {buf:>7s} {on['median_us']:9.2f} {off['median_us']:9.2f} {q['median']:7.3f} "
+                  f"{q['p20']:6.3f}-{q['p80']:<6.3f}")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,17 @@ def _issue_one(DESC, smem, bar, row, col, slot, pred, BLOCK_N: gl.constexpr, D: 
 
 
 @gluon.jit
+def _keys_end(CU_K_LAST, n_rows):
+    """cu_seqlens_k[-1] (read at CU_K_LAST) where the key / value buffer (n_rows rows: the TMA descriptor's) runs on
+    past it, else 2^30, which no tile reaches: the TMA copies fill rows past the buffer's end with zeros themselves,
+    so a buffer that ends with its last sequence (the usual case) leaves _zero_rows_past nothing to do."""
+    k_end = gl.load(CU_K_LAST)
+    if k_end >= n_rows:
+        k_end = 1 << 30
+    return k_end
+
+
+@gluon.jit
 def _zero_rows_past(tile, n_ok, BLOCK_N: gl.constexpr, D: gl.constexpr, NW: gl.constexpr):
     """Rows n_ok .. BLOCK_N - 1 of a value tile in shared memory set to zero, where n_ok < BLOCK_N (a uniform
     branch): the TMA copy brought whole BLOCK_N-row tiles, so a tile that crosses the end of the last sequence
@@ -521,7 +532,7 @@ def relbias_fwd_gluon_kernel(
     krow = k_start + lo
     kv_left = 0
     if ZERO_PAST:  # the rows of the buffer from krow that hold keys: past cu_seqlens_k[-1] (B = the grid's y) none
-        kv_left = gl.load(CU_K + gl.num_programs(1)) - krow
+        kv_left = _keys_end(CU_K + gl.num_programs(1), V_DESC.shape[0]) - krow
 
     # three loops over the key tiles j = 0 .. kt - 1 (n0 = lo + j BLOCK_N), each of one kind: [0, ja) masked (the
     # window's leading edge), [ja, jb) interior (every key visible to every row: no mask), [jb, kt) masked (the

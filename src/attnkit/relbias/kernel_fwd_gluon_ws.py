@@ -46,7 +46,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from .kernel_fwd_gluon import (LOG2E, _key_range, _program_block, _sequence_head, _softmax, _strip_raw,
+from .kernel_fwd_gluon import (LOG2E, _key_range, _keys_end, _program_block, _sequence_head, _softmax, _strip_raw,
                                _tile_bias, _tile_scores, _write_out, _zero_rows_past)
 
 WG_ROWS: gl.constexpr = gl.constexpr(64)  # query rows per consumer warpgroup
@@ -402,7 +402,7 @@ def relbias_fwd_gluon_ws_kernel(
     kt = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
     k_end = 0
     if ZERO_PAST:  # cu_seqlens_k[-1] (B = the grid's y): the buffer's rows past it are no sequence's keys
-        k_end = gl.load(CU_K + gl.num_programs(1))
+        k_end = _keys_end(CU_K + gl.num_programs(1), V_DESC.shape[0])
 
     q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
                                                                            PINGPONG, KREL, UNUSED_TURNS)
@@ -456,7 +456,7 @@ def _ws_producer_loop(K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty,
 @gluon.jit
 def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty,
                       kempty, turn, window, n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh,
-                      stride_lt,
+                      stride_lt, k_end,
                       HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
                       STAGES: gl.constexpr, HAS_WINDOW: gl.constexpr, CLAMP: gl.constexpr, PERTURB: gl.constexpr,
                       GATHER: gl.constexpr, ACC: gl.constexpr, PINGPONG: gl.constexpr, KREL: gl.constexpr,
@@ -465,9 +465,6 @@ def _ws_consumer_loop(c: gl.constexpr, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_
     """A persistent consumer: the same work items as the producer, in the same order (its Q reloaded for each once
     its last products are waited for), the ring's tile count carried across them."""
     it = 0
-    k_end = 0
-    if ZERO_PAST:  # cu_seqlens_k[-1]: B = n_bh / HQ sequences
-        k_end = gl.load(CU_K + n_bh // HQ)
     for t in range(gl.program_id(0), n_m * n_bh, gl.num_programs(0)):
         m0, h, g, q_start, seqlen_q, k_start, seqlen_k, win, lo, kt = _ws_work(
             t, n_m, n_bh, CU_Q, CU_K, window, HQ, GROUP, PERTURB, BLOCK_N, HAS_WINDOW)
@@ -499,18 +496,23 @@ def relbias_fwd_gluon_ws_persistent_kernel(
     gl.static_assert(gl.num_warps() == WG_WARPS, "launched with num_warps 4 (the first consumer warpgroup)")
     gl.static_assert((D == 64) or (D == 128), "head dim 64 or 128")
     gl.static_assert(STAGES >= 2, "a ring of at least two tiles")
+    k_end = 0
+    if ZERO_PAST:  # cu_seqlens_k[-1] (B = n_bh / HQ sequences)
+        k_end = _keys_end(CU_K + n_bh // HQ, V_DESC.shape[0])
     q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn = _ws_buffers(Q, K_DESC, HEAD_DIM, BLOCK_N, STAGES,
                                                                            PINGPONG, KREL, UNUSED_TURNS)
 
     gl.warp_specialize([
         (_ws_consumer_loop, (0, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
-                             n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
+                             n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, k_end, HQ,
+                             GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
                              KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, ZERO_PAST)),
         (_ws_consumer_loop, (1, Q, OUT, LSE, TABLE, CU_Q, CU_K, q_all, k_smem, v_smem, kbar, vbar, empty, kempty, turn,
                              window,
-                             n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, HQ, GROUP,
+                             n_m, n_bh, sm_scale, E, stride_qt, stride_qh, stride_ot, stride_oh, stride_lt, k_end, HQ,
+                             GROUP,
                              HEAD_DIM, BLOCK_N, STAGES, HAS_WINDOW, CLAMP, PERTURB, GATHER, ACC, PINGPONG,
                              KREL, TREE, PAIRS, AHEAD, DIAG, UNROLL2, ZERO_PAST)),
         (_ws_producer_loop, (K_DESC, V_DESC, k_smem, v_smem, kbar, vbar, empty, kempty, CU_Q, CU_K, window, n_m,
