@@ -359,6 +359,13 @@ GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
 GLUON_ONE_TILE = Switch("gluon_one_tile", "ATTNKIT_MQA_GLUON_ONE_TILE", False,
                         "Gluon swap-AB kernel: where every split is one tile of one list (prologue level 2), the "
                         "list loops after the split's first tile are not compiled")
+# The partials in distributed shared memory (gluon_dsmem): with the cluster merge, each CTA keeps its partial (m, l,
+# acc: 4 x H x 514 bytes) in its own shared memory past the kernel's, and the merging CTAs read every split's from
+# there (mapa + ld.shared::cluster) instead of storing it to global memory and loading it back through L2 after the
+# cluster barrier; a second cluster barrier at the end keeps each CTA until the merging ones have read it.
+GLUON_DSMEM = Switch("gluon_dsmem", "ATTNKIT_MQA_GLUON_DSMEM", False,
+                     "Gluon swap-AB kernel with the cluster merge: the split partials kept in each CTA's shared "
+                     "memory and merged from there (distributed shared memory) instead of through global memory")
 # Half tiles (gluon_half): each program gathers and decodes 32 slots into the first 32 rows of its 64-row MMA tile (the
 # other rows zero, their scores masked), so a step has twice the programs, each with about 30 % fewer instructions
 # per tile (benchmarks/experiments/sass-census-sm90-mqa-half-aab7888.json, 8 warps, the early list loops, 16 heads:
