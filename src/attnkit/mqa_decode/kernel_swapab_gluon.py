@@ -104,10 +104,16 @@ CLUSTER_EXIT_ASM = gl.constexpr("barrier.cluster.arrive.relaxed.aligned;\n barri
                                 " mov.u32 $0, $1;")
 
 
+# DSMEM: a head's 512 accumulator words DSMEM_ROW apart: the accumulator's stores (lanes 4 apart along the output
+# dims, lanes 1 apart two heads apart) meet 32 different banks where rows 512 words apart would put a warp's four
+# heads on one bank (4-way conflicts); a multiple of 4 keeps each row 16-byte aligned for the merge's vector loads
+DSMEM_ROW: gl.constexpr = gl.constexpr(516)
+
+
 @gluon.constexpr_function
 def dsmem_bytes(heads):
-    """Bytes of a CTA's partial in shared memory with DSMEM: m and l [H] then acc [H, 512], fp32."""
-    return 4 * heads * (2 + 512)
+    """Bytes of a CTA's partial in shared memory with DSMEM: m and l [H] then acc [H, DSMEM_ROW], fp32."""
+    return 4 * heads * (2 + DSMEM_ROW.value)
 
 
 @gluon.jit
@@ -690,7 +696,7 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr
         ms = gl.where(ok, _dsmem_load(_dsmem_code(base + dep + 4 * hs[None, :], rank, ok)), float("-inf"))
         ls = _dsmem_load(_dsmem_code(base + dep + 4 * (H + hs)[None, :], rank, ok))
         ok3 = ok[:, :, None] & (d3a >= 0)[None, None, :]
-        acode = _dsmem_code((base + dep + 8 * H + 4 * (hs * 512)[None, :] + 0 * sp[:, None])[:, :, None]
+        acode = _dsmem_code((base + dep + 8 * H + 4 * (hs * DSMEM_ROW)[None, :] + 0 * sp[:, None])[:, :, None]
                             + 4 * d3a[None, None, :], rank[:, :, None] + 0 * d3a[None, None, :], ok3)
         a = _dsmem_load_vec(acode, _merge_spt(H, CLUSTER, gl.num_warps()))
     else:
@@ -951,7 +957,7 @@ def mqa_swapab_gluon_kernel(
             if split < NSPLIT:
                 _dsmem_store(base + 4 * hs, m_i)
                 _dsmem_store(base + 4 * (H + hs), l_i)
-                _dsmem_store(base + 8 * H + 4 * (ho[None, :] * 512 + do[:, None]), acc)
+                _dsmem_store(base + 8 * H + 4 * (ho[None, :] * DSMEM_ROW + do[:, None]), acc)
         elif split < NSPLIT:  # ranks past the split count ran no tile: no partial
             gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
             gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
