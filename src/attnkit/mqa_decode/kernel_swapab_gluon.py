@@ -82,14 +82,17 @@ CLUSTER_BARRIER_ASM = gl.constexpr("barrier.cluster.arrive.release.aligned;\n"
 # DSMEM (the partials in shared memory): the CTA's partial region lies past the shared memory Triton allocates, at
 # the end of the launch's dynamic shared memory (the launcher asks for dsmem_bytes(H) more, interface._cluster_prepare):
 # its address in the CTA's shared window is global_smem (Triton's dynamic shared array) + %dynamic_smem_size - $1
-DSMEM_BASE_ASM = gl.constexpr("{\n .reg .b32 t;\n mov.u32 t, %dynamic_smem_size;\n mov.u32 $0, global_smem;\n"
-                              " add.u32 $0, $0, t;\n sub.u32 $0, $0, $1;\n}")
+DSMEM_BASE_ASM = gl.constexpr("{\n .reg .b32 t, g;\n mov.u32 t, %dynamic_smem_size;\n mov.u32 g, global_smem;\n"
+                              " add.u32 g, g, t;\n sub.u32 $0, g, $1;\n}")
 # a 32-bit store to this CTA's shared memory at $1 ($0: a dummy result)
 DSMEM_STORE_ASM = gl.constexpr("st.shared.b32 [$1], $2;\n mov.u32 $0, 0;")
 # loads from the shared memory of another CTA of the cluster, each element's operand one word (_dsmem_code): bits
-# 0-22 the address in that CTA's window (the same in every CTA), 23 whether to load at all (else 0), 24-31 its rank
-_DSMEM_LOAD_HEAD = ("{\n .reg .b32 a, r;\n .reg .pred p;\n and.b32 r, $OP, 0x800000;\n setp.ne.b32 p, r, 0;\n"
-                    " and.b32 a, $OP, 0x7FFFFF;\n shr.u32 r, $OP, 24;\n mapa.shared::cluster.u32 a, a, r;\n")
+# 0-22 the address's offset in that CTA's window (the same in every CTA), 23 whether to load at all (else 0), 24-31
+# its rank. A shared::cta address carries the CTA's own place in the cluster's window in its high bits (bits 23-31
+# of global_smem's address), so those are cut off before the rank and flag go in and put back before mapa.
+_DSMEM_LOAD_HEAD = ("{\n .reg .b32 a, r, g;\n .reg .pred p;\n and.b32 r, $OP, 0x800000;\n setp.ne.b32 p, r, 0;\n"
+                    " mov.u32 g, global_smem;\n and.b32 g, g, 0xFF800000;\n and.b32 a, $OP, 0x7FFFFF;\n"
+                    " or.b32 a, a, g;\n shr.u32 r, $OP, 24;\n mapa.shared::cluster.u32 a, a, r;\n")
 DSMEM_LOAD_ASM = gl.constexpr(_DSMEM_LOAD_HEAD.replace("$OP", "$1")
                               + " mov.b32 $0, 0;\n @p ld.shared::cluster.b32 $0, [a];\n}")
 # two / four consecutive words (8 / 16-byte aligned) from the first packed element's operand
@@ -124,7 +127,8 @@ def _dsmem_store(addr, val):
 
 @gluon.jit
 def _dsmem_code(addr, rank, ok):
-    return addr | (ok.to(gl.int32) << 23) | (rank << 24)
+    """The operand of _dsmem_load: the shared::cta address `addr` without its high bits, the flag and the rank."""
+    return (addr & 0x7FFFFF) | gl.where(ok, 1 << 23, 0) | (rank << 24)
 
 
 @gluon.jit
