@@ -371,19 +371,3 @@ def test_cluster_merge_stores_its_partials_before_the_cluster_barrier_and_reads_
         assert cl["arrivals"] == cl["waits"] == 1 and cl["release"], (name, cl)
         assert cl["stores_before"] >= 16 and 1 <= cl["stores_after"] <= 3, (name, cl)
         assert cl["l1_invalidated"] and cl["loads_after"] >= 16 and 0 < cl["last_load"] < cl["first_exp"], (name, cl)
-
-
-def test_dsmem_cluster_merge_keeps_the_partials_in_shared_memory():
-    """gluon_dsmem (mqa_decode): the partials are stored to the CTA's shared memory (STS) and none to global memory
-    before the cluster barrier; after it the merge reads them from the cluster's shared memory (generic LD of
-    ld.shared::cluster), no global load, all before its first exponential; a second cluster barrier at the end,
-    relaxed (no GPU-scope release waiting for the output's stores). The cluster merge through global memory fails
-    the check (its partial stores are STG)."""
-    names = ["mqa_swapab_gluon H16 nvfp42 warps8 fused0 async0 early banks loads_first prologue2 cluster16",
-             "mqa_swapab_gluon H32 nvfp40 warps8 fused0 async0 early loads_first prologue2 cluster16"]
-    got = _compiled(f"[[cc.dsmem_merge_order(x + s) for s in ('', ' dsmem')] for x in {names!r}]")
-    for name, (plain, ds) in zip(names, got):
-        assert plain["global_stores_before"] >= 16 and plain["global_loads_after"] >= 16, (name, plain)
-        assert ds["arrivals"] == ds["waits"] == 2 and not ds["release_last"], (name, ds)
-        assert ds["global_stores_before"] == 0 and ds["shared_stores_before"] >= 16, (name, ds)
-        assert ds["global_loads_after"] == 0 and ds["cluster_loads_before_exp"] >= 16, (name, ds)

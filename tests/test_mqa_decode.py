@@ -1258,55 +1258,6 @@ def test_gluon_cluster_exact_matches_clusters_of_16(case):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("case,opts,applies", [
-    ("mqa_decode-step-h16-t1-nvfp4", dict(), True),  # the rule: exact clusters of 10, 8 merging (2 words a load)
-    ("mqa_decode-step-h16-t1-fp8", dict(), True),  # clusters of 16, all merging
-    ("mqa_decode-step-h32-t2-nvfp4", dict(), True),
-    ("mqa_decode-step-h16-t16-fp8", dict(), True),  # wide tiles at 16 warps, clusters of 5
-    ("mqa_decode-step-h32-t16-nvfp4", dict(), False),  # wide tiles at 32 heads: no room, the merge through L2
-    ("mqa_decode-model-t5-h32-nvfp4-partial", dict(gluon_cluster=True), True),
-    ("mqa_decode-model-t5-h32-nvfp4-partial", dict(gluon_cluster=False), False)])
-def test_gluon_dsmem_gives_the_same_bits(case, opts, applies):
-    """gluon_dsmem (the cluster merge's partials in each CTA's shared memory, read there by the merging CTAs): the
-    same bits as the cluster merge through global memory (the same partials, merged in the same order), eagerly and
-    in CUDA-graph replays after the inputs change in place, its key named where it applies; right by the oracle."""
-    _gluon_or_skip()
-    from attnkit.mqa_decode.interface import LAUNCHED_KEYS
-    inp = make_inputs(shapes.get(case), "cuda", 31)
-    a = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_dsmem=False, **opts)
-    n0 = len(LAUNCHED_KEYS)
-    b = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_dsmem=True, **opts)
-    assert any("_dsmem" in k[0] for k in LAUNCHED_KEYS[n0:]) == applies, (case, LAUNCHED_KEYS[n0:])
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    ref, ref_lse = mqa_decode_oracle(inp)
-    base, base_lse = mqa_decode_baseline(inp)
-    c = compare(b[0], ref, base, lse=b[1], lse_ref=ref_lse, lse_base=base_lse)
-    assert c.ok, c.reason
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        got = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_dsmem=True, validate=False, **opts)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(got[0], b[0]) and torch.equal(got[1], b[1])
-    inp["q"].mul_(-0.5)  # in place: the replay must see it
-    graph.replay()
-    want = mqa_headpad_call(inp, kernel="swapab", gluon=True, gluon_dsmem=False, **opts)
-    torch.cuda.synchronize()
-    assert not torch.equal(want[0], a[0])
-    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
-
-
-def test_gluon_dsmem_option_grammar(monkeypatch):
-    from attnkit.mqa_decode.config import GLUON_DSMEM
-    assert GLUON_DSMEM.resolve(None) is False and GLUON_DSMEM.resolve(True) is True
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_DSMEM", "1")
-    assert GLUON_DSMEM.resolve(None) is True and GLUON_DSMEM.resolve(False) is False
-    monkeypatch.setenv("ATTNKIT_MQA_GLUON_DSMEM", "yes")
-    with pytest.raises(ValueError, match="ATTNKIT_MQA_GLUON_DSMEM"):
-        GLUON_DSMEM.resolve(None)
-
-
-@pytest.mark.cuda
 @pytest.mark.parametrize("case,kernel", [("mqa_decode-model-t1-h16-fp8", "swapab"),
                                          ("mqa_decode-model-t5-h32-nvfp4-partial", "swapab"),
                                          ("mqa_decode-model-t1-h16-fp8", "headpad")])

@@ -1221,19 +1221,6 @@ SWEEPS["mqa-gluon-wide-22"] = Sweep(
      ("wide-w8", dict(kernel="swapab", gluon=True, gluon_wide=True, gluon_cluster=True))))
 
 
-SWEEPS["mqa-gluon-dsmem"] = Sweep(
-    "mqa_decode", "the cluster merge's partials kept in each CTA's shared memory and read there by the merging CTAs "
-    "(gluon_dsmem: distributed shared memory; no partial through global memory and L2) against the rule, where the "
-    "rule merges in clusters (16 heads x 1-4 and 16 tokens, 32 heads x 2-4 and 16, x 1 over nvfp4; not with wide "
-    "tiles at 32 heads), attention with its merge and whole steps, the head-padded kernel in the same run",
-    _mqa_steps((16, 32), (1, 2, 4, 16)),
-    (("rule", dict(kernel="swapab", gluon=True)),
-     ("dsmem", dict(kernel="swapab", gluon=True, gluon_dsmem=True)),
-     ("headpad", dict(kernel="headpad")),
-     ("step-rule", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True)),
-     ("step-dsmem", dict(step=True, kernel="swapab", pdl=True, pdl_early_inputs=True, gluon_dsmem=True))))
-
-
 SWEEPS["mqa-gluon-cluster-exact-2"] = Sweep(
     "mqa_decode", "the cluster merge's clusters at their exact non-portable size (gluon_cluster_exact: 10 CTAs for "
     "the 10 splits a token of 1-4 tokens, 8 merging) against clusters of 16 (the rule's where it merges in clusters; "

@@ -531,10 +531,6 @@ for _name, _kw, _what in (
          "kernel: the Gluon swap-AB decode's cluster merge with its clusters at their exact non-portable size "
          "(gluon_cluster, gluon_cluster_exact: 9-15 splits a token one CTA per split, 8 merging; forced on every "
          "16 / 32-head shape)"),
-        ("mqa_decode/gluon_swapab_dsmem", dict(gluon_cluster=True, gluon_dsmem=True),
-         "kernel: the Gluon swap-AB decode's cluster merge with each CTA's partial kept in its shared memory and read "
-         "there by the merging CTAs (gluon_cluster, gluon_dsmem: distributed shared memory instead of global memory; "
-         "forced on every 16 / 32-head shape)"),
         ("mqa_decode/gluon_swapab_wide", dict(gluon_wide=True),
          "kernel: the Gluon swap-AB decode with 128-slot tiles (gluon_wide: each warpgroup's score product 64 of the "
          "slots, one softmax and one value product over the 128; forced on every 16 / 32-head shape) + its merge as "

@@ -359,13 +359,6 @@ GLUON_E2M1_BITS = Switch("gluon_e2m1_bits", "ATTNKIT_MQA_GLUON_E2M1_BITS", True,
 GLUON_ONE_TILE = Switch("gluon_one_tile", "ATTNKIT_MQA_GLUON_ONE_TILE", False,
                         "Gluon swap-AB kernel: where every split is one tile of one list (prologue level 2), the "
                         "list loops after the split's first tile are not compiled")
-# The partials in distributed shared memory (gluon_dsmem): with the cluster merge, each CTA keeps its partial (m, l,
-# acc: 4 x H x 514 bytes) in its own shared memory past the kernel's, and the merging CTAs read every split's from
-# there (mapa + ld.shared::cluster) instead of storing it to global memory and loading it back through L2 after the
-# cluster barrier; a second cluster barrier at the end keeps each CTA until the merging ones have read it.
-GLUON_DSMEM = Switch("gluon_dsmem", "ATTNKIT_MQA_GLUON_DSMEM", False,
-                     "Gluon swap-AB kernel with the cluster merge: the split partials kept in each CTA's shared "
-                     "memory and merged from there (distributed shared memory) instead of through global memory")
 # Half tiles (gluon_half): each program gathers and decodes 32 slots into the first 32 rows of its 64-row MMA tile (the
 # other rows zero, their scores masked), so a step has twice the programs, each with about 30 % fewer instructions
 # per tile (benchmarks/experiments/sass-census-sm90-mqa-half-aab7888.json, 8 warps, the early list loops, 16 heads:
@@ -696,6 +689,9 @@ def cluster_size(splits: int, exact: bool = False) -> tuple[int, int]:
 # barrier; a second barrier before exit). The same bits; predicted 0.5-1 us less (no L2 round trips), measured slower
 # (benchmarks/sweeps/h200-e96e89e/sweep-mqa-gluon-dsmem.json, paired ÷ the global form 1.21-1.27 at 16 heads x 1-4
 # tokens, 1.36-1.40 at 32 heads): bound by the SM-to-SM network's throughput, about 18 KB per us per CTA.
+# Tried again at 44e5467 with the partial stores' bank conflicts padded away (rows 516 words apart), vector reads and a
+# relaxed exit barrier: still slower on an H100 (benchmarks/sweeps/h100-44e5467/sweep-mqa-gluon-dsmem.json, paired
+# rule ÷ dsmem 0.888-0.931 at 16 heads x 1-4 tokens, 0.949 / 1.014 at 16 tokens fp8 / nvfp4); removed again.
 
 
 # Tried at 4ea6223 and removed (gluon_ahead): each next tile's records loaded into registers before the current tile

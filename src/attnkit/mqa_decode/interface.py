@@ -162,7 +162,7 @@ LAUNCHED_KEYS = _LaunchLog()
 
 
 def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool = False, early: bool = False,
-         one_tile: bool = False, dsmem: bool = False) -> tuple:
+         one_tile: bool = False) -> tuple:
     """What a launch compiles: the kernel and its constexpr values (the shapes that vary per step, T and
     the slot counts, are runtime arguments)."""
     gl = (("_gluon" + ("_fused" if plan.fused_merge else "") + ("_async" if plan.gluon_async else "")
@@ -174,38 +174,22 @@ def _key(kernel: str, H: int, plan, fmt: str, pdl: bool = False, e2m1_bits: bool
           if getattr(plan, "gluon", False) else "")
     gl += "_idsearly" if getattr(plan, "ids_early", False) else ""
     gl += "_onetile" if one_tile else ""
-    gl += "_dsmem" if dsmem else ""
     return (kernel + gl + ("_e2m1bits" if e2m1_bits else "") + ("_pdl" if pdl else "") + ("_early_inputs" if early else ""),
             H, plan.block_n,
             getattr(plan, "out_dc", 512), plan.num_warps, fmt) + (
         (plan.num_stages,) if hasattr(plan, "num_stages") else ())  # the head-padded kernel's pipeline stages
 
 
-def _cluster_prepare(compiled, ctas: int, extra: int = 0) -> None:
+def _cluster_prepare(compiled, ctas: int) -> None:
     """Make `compiled` launch as thread-block clusters of `ctas` CTAs along x (a 1-D grid of clusters x ctas CTAs;
     cluster c holds CTAs c * ctas .. c * ctas + ctas - 1). The kernel is compiled as a plain one-CTA kernel (its
     layouts need no cluster form: the CTAs share nothing but global memory and the cluster barrier); Triton's
     launcher makes a cluster launch from the compiled kernel's num_ctas, which is set here on the compiled kernel
     this launch's constexpr values select (a kernel compiled for cluster launches only: CLUSTER in its key). Run
-    once per compiled kernel before its launches (attnkit._callcache.Launch's prepare). With `extra` (gluon_dsmem:
-    the CTA's partial in shared memory) the launch asks for that many bytes of dynamic shared memory past the
-    compiled kernel's own (rounded up to 16 bytes); the kernel finds them at the end of its dynamic shared memory."""
+    once per compiled kernel before its launches (attnkit._callcache.Launch's prepare)."""
     nw, nc, shared = compiled.packed_metadata
     require(nc in (1, ctas), "gluon_cluster", f"the compiled kernel launches clusters of {nc} CTAs, not {ctas}")
-    own = compiled.metadata.shared
-    total = -(-own // 16) * 16 + extra if extra else own
-    if extra:
-        optin = torch.cuda.get_device_properties(torch.cuda.current_device()).shared_memory_per_block_optin
-        require(total <= optin, "gluon_dsmem", f"needs {total} bytes of shared memory per CTA ({own} of the kernel's "
-                f"and {extra} for the partial); this GPU allows {optin}")
-        if getattr(compiled, "function", None) is None:
-            compiled._init_handles()
-        import ctypes
-        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(compiled.function), ctypes.c_int(8),
-                                                             ctypes.c_int(total))  # MAX_DYNAMIC_SHARED_SIZE_BYTES
-        require(rc == 0, "gluon_dsmem", f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {total}) failed: "
-                f"CUresult {rc}")
-    compiled.packed_metadata = (nw, ctas, total)
+    compiled.packed_metadata = (nw, ctas, shared)
     from .config import CLUSTER_MAX_CTAS, CLUSTER_PORTABLE_CTAS
     if CLUSTER_PORTABLE_CTAS < ctas < CLUSTER_MAX_CTAS:  # Triton's launcher allows a non-portable size of 16 only
         _allow_non_portable_cluster(compiled)
@@ -239,7 +223,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
                          gluon_async=None, gluon_e2m1_bits=None, gluon_early=None, gluon_half=None, gluon_banks=None,
                          gluon_maxnreg=None, gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None,
                          gluon_cluster=None, gluon_wide=None, gluon_cluster_exact=None, gluon_one_tile=None,
-                         gluon_dsmem=None, merge_dc=None, merge_warps=None,
+                         merge_dc=None, merge_warps=None,
                          merge_early=None, headpad_stages=None,
                          headpad_block_n=None, headpad_ids_early=None,
                          pdl=None, pdl_early_inputs=None,
@@ -295,10 +279,6 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     gluon_one_tile (else ``ATTNKIT_MQA_GLUON_ONE_TILE``, default off): where every split is one tile of one list
     (64 slots per split, the window list a multiple of 64 long, prologue level 2), the kernel is compiled without
     the list loops that would run no tile (the same bits); elsewhere it changes nothing.
-    gluon_dsmem (else ``ATTNKIT_MQA_GLUON_DSMEM``, default off): where the cluster merge runs, each CTA keeps its
-    partial in its own shared memory and the merging CTAs read them there (distributed shared memory) instead of
-    through global memory and L2 (the same bits); not with 128-slot tiles at 32 heads (the partial would not fit
-    beside the tile); elsewhere it changes nothing.
     Defaults and their measurements: ``config.py``.
     swapab_per_format (else ``ATTNKIT_MQA_SWAPAB_PER_FORMAT``, default off): with the Triton swap-AB kernel, the
     rule uses the cutoff of the step's record format (swap-AB for fp8) instead of the single cutoff over both
@@ -343,8 +323,7 @@ def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions,
     scalars = (num_heads, softmax_scale, comp_format, num_splits, kernel, out_dc, validate, swapab_per_format, gluon,
                gluon_prefetch, gluon_warps, gluon_fused, gluon_async, gluon_e2m1_bits, gluon_early, gluon_half,
                gluon_banks, gluon_maxnreg, gluon_one_loop, gluon_loads_first, gluon_prologue, gluon_cluster,
-               gluon_wide, gluon_cluster_exact, gluon_one_tile, gluon_dsmem, merge_dc, merge_warps, merge_early,
-               headpad_stages,
+               gluon_wide, gluon_cluster_exact, gluon_one_tile, merge_dc, merge_warps, merge_early, headpad_stages,
                headpad_block_n, headpad_ids_early, pdl, pdl_early_inputs, _perturb, _return_fp32, _merge_block_s)
     # the diagnostics variants warn on every call: never kept
     key = None if (_diag_parts or _pdl_skip_wait) else _CALLS.key(tensors, scalars)
@@ -433,7 +412,7 @@ def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, 
                out_scale, num_heads, softmax_scale, comp_format, num_splits, kernel, out_dc, validate,
                swapab_per_format, gluon, gluon_prefetch, gluon_warps, gluon_fused, gluon_async, gluon_e2m1_bits,
                gluon_early, gluon_half, gluon_banks, gluon_maxnreg, gluon_one_loop, gluon_loads_first,
-               gluon_prologue, gluon_cluster, gluon_wide, gluon_cluster_exact, gluon_one_tile, gluon_dsmem, merge_dc,
+               gluon_prologue, gluon_cluster, gluon_wide, gluon_cluster_exact, gluon_one_tile, merge_dc,
                merge_warps, merge_early, headpad_stages, headpad_block_n, headpad_ids_early, pdl, pdl_early_inputs,
                _perturb, _return_fp32, _merge_block_s, _pdl_skip_wait, _diag_parts) -> _Config:
     """Every check and decision of an attention call that its arguments' layouts fix (see mqa_decode_attention)."""
@@ -466,8 +445,7 @@ def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, 
     require(math.isfinite(float(softmax_scale)), "softmax_scale", "must be finite")
     W, K = swa_idx.shape[1], comp_idx.shape[1]
     from .._runtime import gluon_runs, interpreting
-    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_DSMEM, GLUON_E2M1_BITS, GLUON_ONE_TILE, GLUON_PREFETCH,
-                         MERGE_DC,
+    from .config import (DIAG_ABLATE, GLUON_CLUSTER, GLUON_E2M1_BITS, GLUON_ONE_TILE, GLUON_PREFETCH, MERGE_DC,
                          MERGE_EARLY, MERGE_WARPS, PDL_EARLY_INPUTS,
                          SWAPAB_GLUON,
                          SWAPAB_HEADS, SWAPAB_PER_FORMAT,
@@ -481,7 +459,6 @@ def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, 
     require(mw_opt in (None, 1, 2, 4, 8, 16), "merge_warps", f"must be 1, 2, 4, 8 or 16, got {mw_opt}")
     e2m1_bits = GLUON_E2M1_BITS.resolve(gluon_e2m1_bits) and comp_format == "nvfp4"
     one_tile_opt = GLUON_ONE_TILE.resolve(gluon_one_tile)  # a bad value raises here, on every path
-    dsmem_opt = GLUON_DSMEM.resolve(gluon_dsmem)  # likewise
     runs = gluon_runs(dev)
     require(not use_gluon or runs, "gluon", "the Gluon swap-AB kernel runs on CUDA sm_90 GPUs only (not in the "
             "interpreter)")
@@ -558,11 +535,9 @@ def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, 
             "waits before the list loops; gluon_async copies the first records before the query")
     one_tile = (gluon_path and one_tile_opt and plan.prologue == 2
                 and plan.slots_per_split == plan.block_n == plan.live and W % plan.block_n == 0)
-    # (with wide tiles at 32 heads the partial, 64 KB, would not fit beside the 128-slot tile: 64-slot tiles there)
-    dsmem = bool(dsmem_opt and clustered and not _diag_parts and (plan.block_n == 64 or H == 16))
-    keys = [_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early, one_tile, dsmem)]
+    keys = [_key(kernel, H, plan, comp_format, use_pdl, e2m1_bits and gluon_path, pdl_early, one_tile)]
     if gluon_path:
-        from .kernel_swapab_gluon import dsmem_bytes, mqa_swapab_gluon_kernel
+        from .kernel_swapab_gluon import mqa_swapab_gluon_kernel
         kw = dict(H=H, BLOCK_N=plan.block_n, NVFP4=2 if e2m1_bits else common["NVFP4"], PERTURB=common["PERTURB"],
                   PREFETCH=prefetch, FUSED_MERGE=fused, SINK_ON=_perturb != "sink-dropped",
                   ROPE_UNDO=_perturb != "rope-not-undone", WRITE_F32=want32, ASYNC=plan.gluon_async, PDL=use_pdl,
@@ -572,11 +547,9 @@ def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, 
                   **({"maxnreg": plan.maxnreg} if plan.maxnreg else {}), **pl)
         if clustered:
             ctas = plan.cluster_ctas
-            extra = dsmem_bytes(H) if dsmem else 0
             attn = Launch(mqa_swapab_gluon_kernel, (T,), dict(kw, CLUSTER=plan.cluster, NSPLIT=S, CTAS=ctas,
-                                                               CLUSTER_DIAG=_diag_parts,
-                                                               **({"DSMEM": True} if dsmem else {})),
-                          prepare=lambda compiled: _cluster_prepare(compiled, ctas, extra))
+                                                               CLUSTER_DIAG=_diag_parts),
+                          prepare=lambda compiled: _cluster_prepare(compiled, ctas))
         else:
             attn = Launch(mqa_swapab_gluon_kernel, (T, S), kw)
         kind = "gluon"
@@ -694,7 +667,7 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                       headpad_stages=None, headpad_block_n=None, gluon_maxnreg=None, merge_early=None, merge_warps=None,
                       headpad_ids_early=None,
                       gluon_one_loop=None, gluon_loads_first=None, gluon_prologue=None, gluon_cluster=None,
-                      gluon_wide=None, gluon_cluster_exact=None, gluon_one_tile=None, gluon_dsmem=None) -> set:
+                      gluon_wide=None, gluon_cluster_exact=None, gluon_one_tile=None) -> set:
     """Compile the attention and merge kernels a layer's steps will launch (fixed H, format, list lengths) before
     CUDA-graph capture, by running each step size 1 .. max_tokens once on small random data. Returns the
     set of compile keys launched."""
@@ -720,7 +693,6 @@ def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, w
                              merge_warps=merge_warps, headpad_ids_early=headpad_ids_early,
                              gluon_one_loop=gluon_one_loop, gluon_loads_first=gluon_loads_first,
                              gluon_prologue=gluon_prologue, gluon_cluster=gluon_cluster, gluon_wide=gluon_wide,
-                             gluon_cluster_exact=gluon_cluster_exact, gluon_one_tile=gluon_one_tile,
-                             gluon_dsmem=gluon_dsmem)
+                             gluon_cluster_exact=gluon_cluster_exact, gluon_one_tile=gluon_one_tile)
         keys.update(LAUNCHED_KEYS[n0:])
     return keys

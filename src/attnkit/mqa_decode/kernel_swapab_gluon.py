@@ -79,77 +79,6 @@ CLUSTER_BARRIER_ASM = gl.constexpr("barrier.cluster.arrive.release.aligned;\n"
                                    "barrier.cluster.wait.acquire.aligned;\n"
                                    "mov.u32 $0, $1;")
 
-# DSMEM (the partials in shared memory): the CTA's partial region lies past the shared memory Triton allocates, at
-# the end of the launch's dynamic shared memory (the launcher asks for dsmem_bytes(H) more, interface._cluster_prepare):
-# its address in the CTA's shared window is global_smem (Triton's dynamic shared array) + %dynamic_smem_size - $1
-DSMEM_BASE_ASM = gl.constexpr("{\n .reg .b32 t, g;\n mov.u32 t, %dynamic_smem_size;\n mov.u32 g, global_smem;\n"
-                              " add.u32 g, g, t;\n sub.u32 $0, g, $1;\n}")
-# a 32-bit store to this CTA's shared memory at $1 ($0: a dummy result)
-DSMEM_STORE_ASM = gl.constexpr("st.shared.b32 [$1], $2;\n mov.u32 $0, 0;")
-# loads from the shared memory of another CTA of the cluster, each element's operand one word (_dsmem_code): bits
-# 0-22 the address's offset in that CTA's window (the same in every CTA), 23 whether to load at all (else 0), 24-31
-# its rank. A shared::cta address carries the CTA's own place in the cluster's window in its high bits (bits 23-31
-# of global_smem's address), so those are cut off before the rank and flag go in and put back before mapa.
-_DSMEM_LOAD_HEAD = ("{\n .reg .b32 a, r, g;\n .reg .pred p;\n and.b32 r, $OP, 0x800000;\n setp.ne.b32 p, r, 0;\n"
-                    " mov.u32 g, global_smem;\n and.b32 g, g, 0xFF800000;\n and.b32 a, $OP, 0x7FFFFF;\n"
-                    " or.b32 a, a, g;\n shr.u32 r, $OP, 24;\n mapa.shared::cluster.u32 a, a, r;\n")
-DSMEM_LOAD_ASM = gl.constexpr(_DSMEM_LOAD_HEAD.replace("$OP", "$1")
-                              + " mov.b32 $0, 0;\n @p ld.shared::cluster.b32 $0, [a];\n}")
-# two / four consecutive words (8 / 16-byte aligned) from the first packed element's operand
-DSMEM_LOAD2_ASM = gl.constexpr(_DSMEM_LOAD_HEAD.replace("$OP", "$2")
-                               + " mov.b32 $0, 0;\n mov.b32 $1, 0;\n @p ld.shared::cluster.v2.b32 {$0, $1}, [a];\n}")
-DSMEM_LOAD4_ASM = gl.constexpr(_DSMEM_LOAD_HEAD.replace("$OP", "$4")
-                               + " mov.b32 $0, 0;\n mov.b32 $1, 0;\n mov.b32 $2, 0;\n mov.b32 $3, 0;\n"
-                               " @p ld.shared::cluster.v4.b32 {$0, $1, $2, $3}, [a];\n}")
-# every thread of every CTA of the cluster, at the end: no CTA leaves while another may still read its partial
-# (relaxed: a merging CTA arrives after its merge has used every value it loaded)
-CLUSTER_EXIT_ASM = gl.constexpr("barrier.cluster.arrive.relaxed.aligned;\n barrier.cluster.wait.aligned;\n"
-                                " mov.u32 $0, $1;")
-
-
-# DSMEM: a head's 512 accumulator words DSMEM_ROW apart: the accumulator's stores (lanes 4 apart along the output
-# dims, lanes 1 apart two heads apart) meet 32 different banks where rows 512 words apart would put a warp's four
-# heads on one bank (4-way conflicts); a multiple of 4 keeps each row 16-byte aligned for the merge's vector loads
-DSMEM_ROW: gl.constexpr = gl.constexpr(516)
-
-
-@gluon.constexpr_function
-def dsmem_bytes(heads):
-    """Bytes of a CTA's partial in shared memory with DSMEM: m and l [H] then acc [H, DSMEM_ROW], fp32."""
-    return 4 * heads * (2 + DSMEM_ROW.value)
-
-
-@gluon.jit
-def _dsmem_store(addr, val):
-    gl.inline_asm_elementwise(DSMEM_STORE_ASM, "=r,r,r", [addr, val.to(gl.int32, bitcast=True)], dtype=gl.int32,
-                              is_pure=False, pack=1)
-
-
-@gluon.jit
-def _dsmem_code(addr, rank, ok):
-    """The operand of _dsmem_load: the shared::cta address `addr` without its high bits, the flag and the rank."""
-    return (addr & 0x7FFFFF) | gl.where(ok, 1 << 23, 0) | (rank << 24)
-
-
-@gluon.jit
-def _dsmem_load(code):
-    return gl.inline_asm_elementwise(DSMEM_LOAD_ASM, "=r,r", [code], dtype=gl.int32, is_pure=False,
-                                     pack=1).to(gl.float32, bitcast=True)
-
-
-@gluon.jit
-def _dsmem_load_vec(code, VEC: gl.constexpr):
-    """As _dsmem_load, VEC (2 or 4) elements at once: a thread's VEC consecutive elements must be VEC consecutive
-    words, the first 4 * VEC-byte aligned, and share their rank and whether to load (only the first's code is
-    read)."""
-    if VEC == 4:
-        v = gl.inline_asm_elementwise(DSMEM_LOAD4_ASM, "=r,=r,=r,=r,r,r,r,r", [code], dtype=gl.int32, is_pure=False,
-                                      pack=4)
-    else:
-        gl.static_assert(VEC == 2, "2 or 4 words")
-        v = gl.inline_asm_elementwise(DSMEM_LOAD2_ASM, "=r,=r,r,r", [code], dtype=gl.int32, is_pure=False, pack=2)
-    return v.to(gl.float32, bitcast=True)
-
 
 @gluon.jit
 def _tile_slots(IDX_ROW, p0, p1, first, BLOCK_N: gl.constexpr, PERTURB: gl.constexpr, rows_l: gl.constexpr):
@@ -654,19 +583,13 @@ def _merge_splits(nsplit):
 
 
 @gluon.constexpr_function
-def _merge_spt(heads, log2_mergers, warps):
-    """The cluster merge's adjacent output dims per thread (_merge_layout): 2 to 4."""
-    return max(2, min(4, heads * (512 >> log2_mergers) // (32 * warps)))
-
-
-@gluon.constexpr_function
 def _merge_layout(heads, log2_mergers, nsplit, warps):
     """The cluster merge's [splits, H, DPR] layout (DPR = 512 >> log2_mergers output dims a CTA merges; splits the
     next power of two at or above nsplit): every split of an element in one thread, 2 to 4 adjacent dims per thread
     (a RoPE pair, up to a 16-byte vector), the warps over the heads, so that the sums over the splits stay in the
     thread."""
     dpr = 512 >> log2_mergers
-    spt = _merge_spt(heads, log2_mergers, warps)
+    spt = max(2, min(4, heads * dpr // (32 * warps)))
     tpw_d = min(32, dpr // spt)
     return gl.BlockedLayout([_merge_splits(nsplit), 1, spt], [1, 32 // tpw_d, tpw_d], [1, warps, 1], [2, 1, 0])
 
@@ -674,7 +597,7 @@ def _merge_layout(heads, log2_mergers, nsplit, warps):
 @gluon.jit
 def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr, dep, sk, c, sn, stride_ms,
                  stride_as, H: gl.constexpr, CLUSTER: gl.constexpr, SINK_ON: gl.constexpr, ROPE_UNDO: gl.constexpr,
-                 WRITE_F32: gl.constexpr, L3: gl.constexpr, DSMEM: gl.constexpr = False, base=0):
+                 WRITE_F32: gl.constexpr, L3: gl.constexpr):
     """The finishing merge of token t's output dims [split * DPR, (split + 1) * DPR) of every head (DPR = 512 >>
     CLUSTER), run by the CTA of rank `split` of the token's cluster after the cluster barrier (`dep`, its result,
     orders the partial loads after it; its acquire makes the other CTAs' partial stores visible to plain loads).
@@ -683,8 +606,7 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr
     the thread, in split order: deterministic; S a constexpr, so the splits past it cost no code); m and l loaded
     once per (split, head); the sink (sk [H], loaded before the barrier); the RoPE dims rotated back with the cos /
     sin (c, sn [DPR], loaded before the barrier; a dim's partner d ^ 1 is in the same thread); bf16 output, LSE
-    (rank 0) and (WRITE_F32) the fp32 output. With DSMEM the partials are read from the shared memory of the CTA
-    of each split's rank (distributed shared memory, at `base` in every CTA's window) instead of global memory."""
+    (rank 0) and (WRITE_F32) the fp32 output."""
     DPR: gl.constexpr = 512 >> CLUSTER
     NS: gl.constexpr = _merge_splits(S)
     Lsh: gl.constexpr = gl.SliceLayout(2, L3)  # [splits, H]
@@ -693,21 +615,12 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr
     sp = gl.arange(0, NS, layout=gl.SliceLayout(1, Lsh))
     hs = gl.arange(0, H, layout=gl.SliceLayout(0, Lsh))
     ok = (sp < S)[:, None] & (hs >= 0)[None, :]
+    ms = gl.load(M_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=float("-inf"))
+    ls = gl.load(L_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=0.0)
     d3 = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, Lhd))
     d3a = split * DPR + gl.arange(0, DPR, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))  # d3 for [1, 1, DPR]
-    if DSMEM:  # every rank's partial in its shared memory at `base` of its window (the same in every CTA)
-        rank = gl.where(sp < S, sp, 0)[:, None] + 0 * hs[None, :]
-        ms = gl.where(ok, _dsmem_load(_dsmem_code(base + dep + 4 * hs[None, :], rank, ok)), float("-inf"))
-        ls = _dsmem_load(_dsmem_code(base + dep + 4 * (H + hs)[None, :], rank, ok))
-        ok3 = ok[:, :, None] & (d3a >= 0)[None, None, :]
-        acode = _dsmem_code((base + dep + 8 * H + 4 * (hs * DSMEM_ROW)[None, :] + 0 * sp[:, None])[:, :, None]
-                            + 4 * d3a[None, None, :], rank[:, :, None] + 0 * d3a[None, None, :], ok3)
-        a = _dsmem_load_vec(acode, _merge_spt(H, CLUSTER, gl.num_warps()))
-    else:
-        ms = gl.load(M_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=float("-inf"))
-        ls = gl.load(L_OUT + (sp * stride_ms + dep)[:, None] + (row0 + hs)[None, :], mask=ok, other=0.0)
-        a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + hs)[None, :] * 512)[:, :, None]
-                    + d3a[None, None, :], mask=ok[:, :, None] & (d3a >= 0)[None, None, :], other=0.0)
+    a = gl.load(ACC_OUT + ((sp * stride_as + dep)[:, None] + (row0 + hs)[None, :] * 512)[:, :, None]
+                + d3a[None, None, :], mask=ok[:, :, None] & (d3a >= 0)[None, None, :], other=0.0)
     big = gl.max(ms, axis=0)
     if SINK_ON:
         big = gl.maximum(big, sk)
@@ -747,7 +660,6 @@ def mqa_swapab_gluon_kernel(
     PDL_EARLY: gl.constexpr = False, BANKS: gl.constexpr = False, ONE_LOOP: gl.constexpr = False,
     LOADS_FIRST: gl.constexpr = False, PROLOGUE: gl.constexpr = 0, CLUSTER: gl.constexpr = 0,
     NSPLIT: gl.constexpr = 1, CLUSTER_DIAG: gl.constexpr = 0, CTAS: gl.constexpr = 0, ONE_TILE: gl.constexpr = False,
-    DSMEM: gl.constexpr = False,
 ):
     # CLUSTER_DIAG (diagnostics variants, wrong by design): 1, the cluster launch without its barrier and merge; 2,
     # the barrier without the merge
@@ -953,16 +865,7 @@ def mqa_swapab_gluon_kernel(
             i = gl.where(rope, (dm - 448) // 2, 0)
             c = gl.load(COS_SIN + pos * 64 + i, mask=rope, other=1.0)
             sn = gl.load(COS_SIN + pos * 64 + 32 + i, mask=rope, other=0.0)
-        base = 0
-        if DSMEM:  # the partial in this CTA's shared memory, past Triton's (interface._cluster_prepare)
-            gl.static_assert(CLUSTER_DIAG == 0, "DSMEM: the cluster merge whole")
-            base = gl.inline_asm_elementwise(DSMEM_BASE_ASM, "=r,r", [split * 0 + dsmem_bytes(H)], dtype=gl.int32,
-                                             is_pure=True, pack=1)
-            if split < NSPLIT:
-                _dsmem_store(base + 4 * hs, m_i)
-                _dsmem_store(base + 4 * (H + hs), l_i)
-                _dsmem_store(base + 8 * H + 4 * (ho[None, :] * DSMEM_ROW + do[:, None]), acc)
-        elif split < NSPLIT:  # ranks past the split count ran no tile: no partial
+        if split < NSPLIT:  # ranks past the split count ran no tile: no partial
             gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
             gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)
             gl.store(ACC_OUT + split.to(gl.int64) * stride_as + row0 * 512 + (ho[None, :] * 512 + do[:, None]), acc)
@@ -972,9 +875,7 @@ def mqa_swapab_gluon_kernel(
         if CLUSTER_DIAG == 0:
             if split < (1 << CLUSTER):  # the merging ranks
                 _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, NSPLIT, dep, sk, c, sn, stride_ms,
-                             stride_as, H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3, DSMEM, base)
-        if DSMEM:  # no CTA leaves while a merging one may still read its shared memory
-            gl.inline_asm_elementwise(CLUSTER_EXIT_ASM, "=r,r", [split], dtype=gl.int32, is_pure=False, pack=1)
+                             stride_as, H, CLUSTER, SINK_ON, ROPE_UNDO, WRITE_F32, L3)
     else:
         gl.store(M_OUT + split.to(gl.int64) * stride_ms + row0 + hs, m_i)
         gl.store(L_OUT + split.to(gl.int64) * stride_ms + row0 + hs, l_i)

@@ -420,14 +420,6 @@ def _variants():
                          ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
                          PROLOGUE=2, CLUSTER=4, NSPLIT=10, ONE_TILE=True),
                     dict(num_warps=8)))
-        # and the same with the partials merged from the CTAs' shared memory (gluon_dsmem)
-        out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
-                    + " loads_first prologue2 cluster16 dsmem", mqa_swapab_gluon_kernel,
-                    dict(mqa_ptr, COUNT="*i32", SINK="*fp32", OUT="*bf16", LSE="*fp32", O32="*fp32"),
-                    dict(H=H, BLOCK_N=64, NVFP4=nv, PERTURB=0, PREFETCH=True, FUSED_MERGE=False, SINK_ON=True,
-                         ROPE_UNDO=True, WRITE_F32=False, ASYNC=False, EARLY=True, BANKS=bool(nv), LOADS_FIRST=True,
-                         PROLOGUE=2, CLUSTER=4, NSPLIT=10, DSMEM=True),
-                    dict(num_warps=8)))
         # and at 16 tokens: 5 splits of two tiles, a cluster of 5 CTAs, the first 4 merging 128 dims each
         out.append((f"mqa_swapab_gluon H{H} nvfp4{int(nv)} warps8 fused0 async0 early" + (" banks" if nv else "")
                     + " loads_first prologue1 cluster5", mqa_swapab_gluon_kernel,
@@ -658,28 +650,6 @@ def cluster_barrier_order(name: str, arch: int = 90) -> dict:
                    l1_invalidated=any(o.startswith("CCTL.IVALL") for o in tail[:3]),
                    loads_after=len(loads), last_load=max(loads, default=-1),
                    first_exp=next((i for i, o in enumerate(tail) if o.startswith("MUFU.EX2")), -1))
-    return out
-
-
-def dsmem_merge_order(name: str, arch: int = 90) -> dict:
-    """The variant `name`'s cluster merge through distributed shared memory (gluon_dsmem) in its sm_90 SASS: the
-    global stores (STG) and the shared ones (STS) before the first cluster arrival; after the first wait the global
-    loads (LDG), the generic loads (LD: ld.shared::cluster of another CTA's shared memory) before the merge's first
-    exponential (MUFU.EX2); the cluster barriers in all, and whether a GPU-scope memory barrier precedes the last
-    arrival (a release there would wait for the output's stores)."""
-    ops = _sass_opcodes(compile_named(name, arch)[0].asm["cubin"])
-    arv = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_ARV")]
-    wait = [i for i, o in enumerate(ops) if o.startswith("UCGABAR_WAIT")]
-    out = dict(arrivals=len(arv), waits=len(wait))
-    if arv and wait:
-        a, w = arv[0], next(i for i in wait if i > arv[0])
-        tail = ops[w:]
-        first_exp = next((i for i, o in enumerate(tail) if o.startswith("MUFU.EX2")), len(tail))
-        out.update(global_stores_before=sum(o.startswith("STG") for o in ops[:a]),
-                   shared_stores_before=sum(o.split(".")[0] == "STS" for o in ops[a - 200 if a > 200 else 0:a]),
-                   global_loads_after=sum(o.startswith("LDG") for o in tail),
-                   cluster_loads_before_exp=sum(o.split(".")[0] == "LD" for o in tail[:first_exp]),
-                   release_last=any(o.startswith("MEMBAR") and ".GPU" in o for o in ops[max(0, arv[-1] - 4):arv[-1]]))
     return out
 
 
