@@ -223,12 +223,14 @@ def _check_jobs(args, selected, tier, seed, out, device):
     reported as they finish, and every PROGRESS_EVERY seconds the cases done and the case that has run longest. At
     --timeout seconds, on Ctrl-C or on SIGTERM the unfinished shards are stopped
     (terminated, killed 5 s later), each named with the case it was running; what the shards finished is merged
-    (a shard's file holds every gate it finished), and the gates they left unrun are "incomplete". Returns the
+    (a shard's file holds every gate it finished), and the gates they left unrun are "incomplete". A case that ran out
+    of GPU memory beside the other shards runs again alone in this process before the merge (rerun_out_of_memory;
+    not after a stop). Returns the
     merged results and the stopped shards (index -> what it was doing; empty when every shard finished)."""
     import subprocess
     import tempfile
 
-    from .gate.runner import gate_cases, merge_shards, read_jsonl
+    from .gate.runner import gate_cases, merge_shards, read_jsonl, rerun_out_of_memory
     n = args.jobs
     base = ((["--family", args.family] if args.family else []) + [x for g in (args.gate or []) for x in ("--gate", g)]
             + (["--kernels-only"] if args.kernels_only else [])
@@ -320,6 +322,8 @@ def _check_jobs(args, selected, tier, seed, out, device):
             print(f"attnkit check: shard {i}/{n} ended before finishing its gates; its log: "
                   f"{tmp / f'shard-{i}.log'}", file=sys.stderr)
         shards.append(read_jsonl(f))
+    if not why:  # a case that ran out of GPU memory beside the others runs again alone (not after a stop)
+        rerun_out_of_memory(shards, tier, seed, device, log=lambda m: print(m, file=sys.stderr, flush=True))
     order = {g.name: [c.id for c in gate_cases(g, tier, args.case)] for g in selected}
     if not stopped:
         import shutil

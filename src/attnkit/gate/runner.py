@@ -179,6 +179,50 @@ def _settle(res: GateResult, tier: str) -> GateResult:
     return res
 
 
+def out_of_memory(rec: dict) -> bool:
+    """A failed case record whose error was the GPU running out of memory (torch.OutOfMemoryError), not a wrong
+    answer."""
+    return rec.get("status") == "fail" and str(rec.get("reason", "")).startswith("OutOfMemoryError")
+
+
+def rerun_out_of_memory(shards: list[list[GateResult]], tier: str, seed: int, device: str, log=None) -> int:
+    """attnkit check --jobs: the cases that ran out of GPU memory beside the other shards (several processes share
+    the GPU's memory) run again in this process, alone, with the same inputs (the same seed); each new record
+    replaces the old one, marked "rerun_alone", and its shard's gate is settled again (a second out-of-memory stays
+    a failure). Returns how many cases ran again."""
+    from .registry import gates
+    by_name = {g.name: g for g in gates()}
+    n = 0
+    for results in shards:
+        for res in results:
+            redo = [k for k, c in enumerate(res.cases) if out_of_memory(c)]
+            if not redo:
+                continue
+            gate = by_name[res.gate]
+            cases = {c.id: c for c in gate_cases(gate, tier)}
+            for k in redo:
+                cid = res.cases[k]["case"]
+                if log:
+                    log(f"attnkit check: running {res.gate} {cid} again alone (it ran out of GPU memory beside the "
+                        "other shards)")
+                t0 = time.time()
+                try:
+                    _, _, rec = _run_case(gate, cases[cid], device, seed)
+                except Exception as e:
+                    rec = dict(case=cid, group=res.cases[k].get("group"), ok=False, status="fail",
+                               reason=f"{type(e).__name__}: {str(e)[:2000]}",
+                               traceback=traceback.format_exc(limit=4)[-4000:])
+                rec["seconds"] = round(time.time() - t0, 3)
+                rec["rerun_alone"] = True
+                res.cases[k] = rec
+                n += 1
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+            settled = _settle(res, tier)
+            res.status, res.reason = settled.status, settled.reason
+    return n
+
+
 def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
                  stopped: dict | None = None) -> list[GateResult]:
     """One result per gate from the shards' results (attnkit check --jobs): the cases in the order of `order`
