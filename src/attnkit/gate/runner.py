@@ -117,8 +117,7 @@ def run_gate(gate: Gate, device: str, tier: str, seed: int, progress=None, case_
             inp, refs, rec = _run_case(gate, case, device, seed)
         except Exception as e:  # recorded with its error, never dropped
             status = "unsupported" if gate.kind == "peer" else "fail"  # a peer that cannot take a shape
-            rec = dict(case=case.id, group=case.group, ok=False, status=status,
-                       reason=f"{type(e).__name__}: {str(e)[:2000]}", traceback=traceback.format_exc(limit=4)[-4000:])
+            rec = _error_record(case.id, case.group, status, e)
             inp = refs = None
         rec["seconds"] = round(time.time() - t0, 3)
         res.cases.append(rec)
@@ -179,6 +178,12 @@ def _settle(res: GateResult, tier: str) -> GateResult:
     return res
 
 
+def _error_record(case_id: str, group, status: str, e: Exception) -> dict:
+    """The record of a case that raised (inside an `except` block: the traceback is the one being handled)."""
+    return dict(case=case_id, group=group, ok=False, status=status, reason=f"{type(e).__name__}: {str(e)[:2000]}",
+                traceback=traceback.format_exc(limit=4)[-4000:])
+
+
 def out_of_memory(rec: dict) -> bool:
     """A failed case record whose error was the GPU running out of memory (torch.OutOfMemoryError), not a wrong
     answer."""
@@ -209,17 +214,14 @@ def rerun_out_of_memory(shards: list[list[GateResult]], tier: str, seed: int, de
                 try:
                     _, _, rec = _run_case(gate, cases[cid], device, seed)
                 except Exception as e:
-                    rec = dict(case=cid, group=res.cases[k].get("group"), ok=False, status="fail",
-                               reason=f"{type(e).__name__}: {str(e)[:2000]}",
-                               traceback=traceback.format_exc(limit=4)[-4000:])
+                    rec = _error_record(cid, res.cases[k].get("group"), "fail", e)
                 rec["seconds"] = round(time.time() - t0, 3)
                 rec["rerun_alone"] = True
                 res.cases[k] = rec
                 n += 1
                 if device == "cuda":
                     torch.cuda.empty_cache()
-            settled = _settle(res, tier)
-            res.status, res.reason = settled.status, settled.reason
+            _settle(res, tier)  # (in place)
     return n
 
 
