@@ -289,6 +289,23 @@ def test_gluon_overlap_issues_the_score_product_before_the_value_conversion():
         assert ov["igmma"] < ov["first_sts"] and ov["barriers_before"] <= 2, (name, ov)
 
 
+def test_gluon_v_regs_reads_the_value_codes_into_registers_and_stores_no_value_tile():
+    """gluon_v_regs (sparse_int8's Gluon kernel): the query-digit loop writes no bf16 value tile (no 16-byte shared
+    stores, four barriers fewer; D = 128 too) and at D = 256 reads each tile's value codes with one 8-byte shared
+    load per candidate a thread holds (16 a tile); without the option the conversion's stores are there and its
+    loads are 16 bytes wide (the check fails)."""
+    names = ["sparse_int8_gluon D256 direct1", "sparse_int8_gluon D256 direct1 ids_early v_regs",
+             "sparse_int8_gluon D256 direct0 ids_early", "sparse_int8_gluon D256 direct0 ids_early v_regs",
+             "sparse_int8_gluon D128 direct0", "sparse_int8_gluon D128 direct0 ids_early v_regs"]
+    got = _compiled(f"[cc.digit_loop_shared_ops(x) for x in {names!r}]")
+    for i in range(0, len(names), 2):
+        plain, vr = got[i], got[i + 1]
+        assert plain.get("STS.128", 0) >= 8 and vr.get("STS.128", 0) == 0, (names[i], plain, vr)
+        assert vr["BAR"] <= plain["BAR"] - 4, (names[i], plain, vr)
+        if "D256" in names[i]:
+            assert vr.get("LDS.64", 0) == 16 and plain.get("LDS.64", 0) == 0, (names[i], plain, vr)
+
+
 def test_writer_loads_first_takes_two_load_round_trips_not_three():
     """writer_loads_first (mqa_decode's record writer): in the sm_90 SASS a row's loads take two dependent round trips
     (the slot with the position; then the latent with cos / sin), where without the option they take three (the

@@ -288,6 +288,52 @@ def test_gluon_overlap_option(monkeypatch, device):
             sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
 
 
+def test_gluon_v_regs_option(monkeypatch, device):
+    """gluon_v_regs is the Gluon kernel's: asked for where the Triton kernels run (gluon=False, or any CPU), a
+    ValueError naming it; with gluon_overlap, a ValueError; its environment variable takes exactly "0" / "1" (a bad
+    value raises); off by default."""
+    from attnkit.sparse_int8.config import GLUON_V_REGS
+    assert GLUON_V_REGS.default is False  # off until timed
+    i = _inp(device, "sparse_int8-decode-r3-g6-n509-perhead")
+    with pytest.raises(ValueError, match="gluon_v_regs"):
+        sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_v_regs=True)
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_v_regs=False)
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_V_REGS", "1")  # the environment's choice, not asked by keyword
+    b = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for bad in ("true", "2", " 1", "yes"):
+        monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_V_REGS", bad)
+        with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_GLUON_V_REGS"):
+            sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
+                                  "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",
+                                  "sparse_int8-model-prefill-r2048-q8x", "sparse_int8-decode-r8-g12-n2112",
+                                  "sparse_int8-matrix-g1-n65-r128"])
+@pytest.mark.parametrize("tps", [None, 1])
+def test_gluon_v_regs_gives_the_same_bits(case, tps):
+    """The Gluon kernel with gluon_v_regs (the value product's operand in registers, its rows a permutation of the
+    output dims): the same bits as without, repeatably, at D = 256, 128 and 64, the query-digit and split-bf16
+    programs alike (the latter forced by a zero budget), and a perturbed call differs (the comparison can fail)."""
+    from attnkit._runtime import gluon_runs
+    if not gluon_runs(torch.device("cuda")):
+        pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
+    i = _inp("cuda", case)
+    for budget in (None, 0.0):
+        kw = dict(scale=i["scale"], tiles_per_split=tps, gluon=True, _qk_int8_budget=budget)
+        a = sparse_int8_attention(*_args(i), gluon_v_regs=False, **kw)
+        b = sparse_int8_attention(*_args(i), gluon_v_regs=True, **kw)
+        c = sparse_int8_attention(*_args(i), gluon_v_regs=True, **kw)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), (case, budget)
+        assert torch.equal(b[0], c[0]) and torch.equal(b[1], c[1]), (case, budget)
+        if i["indices"].shape[-1]:
+            for pert in ("candidate-skipped", "value-scale-before-accumulation"):
+                d = sparse_int8_attention(*_args(i), gluon_v_regs=True, _perturb=pert, **kw)
+                assert not torch.equal(a[0], d[0]), (case, budget, pert)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
                                   "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",

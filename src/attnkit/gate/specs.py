@@ -416,6 +416,18 @@ register(Gate(
 ))
 
 register(Gate(
+    name="sparse_int8/gluon_v_regs",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, gluon_v_regs=True),
+    what="kernel: the Gluon kernel with gluon_v_regs (the value product's operand in registers, converted there from "
+         "the raw codes), direct or split-K + merge as planned, on every shape",
+    needs="sm90",
+    perturbations=_SPARSE_PERTURBATIONS,
+))
+
+register(Gate(
     name="sparse_int8/triton_split1",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),

@@ -128,6 +128,18 @@ GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", Fal
                        "waits for it after, so the tensor cores and the conversion run at once (the query-digit "
                        "programs; the same bits); default off: 0.7-4.4 % slower in the sweep "
                        "sparse_int8-gluon-overlap")
+# The Gluon kernel's value product with its A operand in registers (gluon_v_regs): the value codes copied a tile
+# ahead into one of two raw buffers and read at the value product straight into the MMA's register operand (a
+# thread's 2 D / 64 consecutive dims of each of its candidates in one shared load, candidate pairs packed and
+# converted by bits, the operand's rows a permutation of the output dims undone once in the epilogue), instead of
+# converted into a bf16 tile in shared memory and read back by the MMA. In the sm_90 SASS of the query-digit loop at
+# D = 256 (tests/test_compile_sm90.py): 16 8-byte shared loads where there were 8 16-byte loads, 16 16-byte stores
+# and 4 more barriers; 957 instructions against 981; 86 KB of shared memory against 100 (the split-bf16 query's bf16
+# key tile over the two key buffers). Aimed at the shared-memory pipe, the loop's busiest unit (docs/sparse_int8.md).
+GLUON_V_REGS = Switch("gluon_v_regs", "ATTNKIT_SPARSE_INT8_GLUON_V_REGS", False,
+                      "the Gluon kernel's value product takes its value tile from registers, loaded from the raw "
+                      "codes and converted there, instead of from a bf16 tile in shared memory; the same bits; "
+                      "default off until timed (sweep sparse_int8-gluon-v-regs)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "the value checks: every index in [-1, C), q and the scales finite (one wait for the GPU; turn off "
                   "for CUDA-graph capture)")

@@ -13,7 +13,7 @@ from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
 from .._runtime import (check_device, forward_only, gluon_runs, index_span, interpreting, pdl_launch, require,
                         resolve_pdl, to_host)
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, GLUON_V_REGS, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
                      QK_INT8, STAGES_OPT,
                      SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
 from . import config as _config
@@ -57,7 +57,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, gluon_overlap=None, ids_early=None, validate=None, pdl=None,
+                          gluon=None, gluon_overlap=None, gluon_v_regs=None, ids_early=None, validate=None, pdl=None,
                           out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
@@ -77,6 +77,9 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     ``gluon_overlap`` (``ATTNKIT_SPARSE_INT8_GLUON_OVERLAP``: the Gluon kernel issues each tile's score product
     before converting its value codes and waits for it after; the same bits; default off, slower as timed; True
     where the Triton kernels run is refused),
+    ``gluon_v_regs`` (``ATTNKIT_SPARSE_INT8_GLUON_V_REGS``: the Gluon kernel's value product takes the value tile from
+    registers, converted there from the raw codes, instead of from a bf16 tile in shared memory; the same bits;
+    default off; True where the Triton kernels run, or with gluon_overlap, is refused),
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
     loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
     pipelined loop, where an explicit True is refused),
@@ -87,12 +90,14 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     forward_only(q=q, key_scale=key_scale, value_scale=value_scale)
     key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse), (scale, tiles_per_split,
                       pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
-                      merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget))
+                      merge_block_d, gluon, gluon_overlap, gluon_v_regs, ids_early, validate, pdl, _perturb,
+                      _qk_int8_budget))
     cfg = _CALLS.get(key)
     if cfg is None:
         cfg = _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split,
                          pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
-                         merge_block_d, gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget)
+                         merge_block_d, gluon, gluon_overlap, gluon_v_regs, ids_early, validate, pdl, _perturb,
+                         _qk_int8_budget)
         _CALLS.put(key, cfg)
     if cfg.validate:  # one wait for the GPU: the index range and q's finiteness on the device, the scales copied
         span, fin, ks, vs = to_host(index_span(indices), torch.isfinite(q).all(), key_scale, value_scale)
@@ -136,7 +141,7 @@ class _Config(NamedTuple):
 
 def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split, pv_split,
                prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm, merge_block_d,
-               gluon, gluon_overlap, ids_early, validate, pdl, _perturb, _qk_int8_budget) -> _Config:
+               gluon, gluon_overlap, gluon_v_regs, ids_early, validate, pdl, _perturb, _qk_int8_budget) -> _Config:
     """Every check and decision of a call that its arguments' layouts fix (see sparse_int8_attention)."""
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
     pv = PV_SPLIT.resolve(pv_split)
@@ -154,6 +159,7 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
     use_gluon = GLUON.resolve(gluon)
     ids_asked = IDS_EARLY.resolve(ids_early)
     overlap = GLUON_OVERLAP.resolve(gluon_overlap)
+    v_regs = GLUON_V_REGS.resolve(gluon_v_regs)
     val = bool(VALIDATE.resolve(validate))
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
@@ -189,6 +195,9 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
             "loop")
     ids_e = bool(ids_asked) and ids_loop
     require(not (gluon_overlap and not p.gluon), "gluon_overlap", "is the Gluon kernel's; the Triton kernels run here")
+    require(not (gluon_v_regs and not p.gluon), "gluon_v_regs", "is the Gluon kernel's; the Triton kernels run here")
+    require(not (p.gluon and v_regs and overlap), "gluon_v_regs", "leaves no value conversion for gluon_overlap to overlap; "
+            "it cannot be combined with gluon_overlap=True")
     R = T * Hq
     m_shape, acc_shape = (p.num_splits, R), (p.num_splits, R, D)
     # the partials as allocated per call (contiguous): m / l [S, R], acc [S, R, D]
@@ -203,7 +212,7 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
         attn = Launch(sparse_int8_gluon_kernel, grid, dict(
             HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, IDS_EARLY=ids_e, OVERLAP=bool(overlap),
-            num_warps=p.num_warps, **pdl_launch(use_pdl)))
+            V_REGS=bool(v_regs), num_warps=p.num_warps, **pdl_launch(use_pdl)))
     else:
         from .kernel import sparse_int8_kernel
         attn = Launch(sparse_int8_kernel, grid, dict(

@@ -103,11 +103,72 @@ def _convert_tile(src, dst, vs_row, PERTURB: gl.constexpr, ld: gl.constexpr):
         dst.slice(r * 16, 16, dim=0).store(_values_bf16(src.slice(r * 16, 16, dim=0).load(ld), vs_row, PERTURB))
 
 
+# The value product's A operand (V^T [D, BLOCK_N]) in registers (V_REGS). With NB = D / 64 blocks of 64 MMA rows,
+# row m = 64 b + 16 w + 8 h + g (block b, warp w, row half h, lane row g) holds output dim
+# pi(m) = 2 NB (8 w + g) + 2 b + h, so a thread's rows are 2 NB consecutive dims: one shared load of 2 NB bytes per
+# candidate. The accumulator's rows are put back in dim order once, in the epilogue (_dims_in_order).
+@gluon.constexpr_function
+def _value_layouts(D, BN):
+    """The [D, BN] value codes' layouts for _value_operand: as loaded (a thread's 2 NB dims of one candidate in
+    consecutive registers) and as the operand orders its registers (candidates c and c + 1 of one dim, then the next
+    dim); the same threads hold the same elements in both."""
+    nb = D // 64
+    b_bits = [[2 << i, 0] for i in range(nb.bit_length() - 1)]
+    c_bits = [[0, 8 << i] for i in range((BN // 8).bit_length() - 1)]
+    lanes = [[0, 2], [0, 4], [2 * nb, 0], [4 * nb, 0], [8 * nb, 0]]
+    warps = [[16 * nb, 0], [32 * nb, 0]]
+    loaded = gl.DistributedLinearLayout(reg_bases=[[1, 0]] + b_bits + [[0, 1]] + c_bits, lane_bases=lanes,
+                                        warp_bases=warps, block_bases=[], shape=[D, BN])
+    operand = gl.DistributedLinearLayout(reg_bases=[[0, 1], [1, 0]] + c_bits + b_bits, lane_bases=lanes,
+                                         warp_bases=warps, block_bases=[], shape=[D, BN])
+    return loaded, operand
+
+
+@gluon.jit
+def _value_operand(v_raw, VS_ROW, PERTURB: gl.constexpr, o_l: gl.constexpr):
+    """The value codes v_raw [BLOCK_N, D] (int8, shared) as V^T [D, BLOCK_N] bf16 in the value product's A operand
+    layout, rows in the order pi above: loaded 2 NB bytes a candidate, the bytes of candidates c and c + 1 paired
+    (the operand packs them in one register), converted exactly (as _values_bf16), and renamed, not moved, into the
+    operand layout."""
+    BN: gl.constexpr = v_raw.shape[0]
+    D: gl.constexpr = v_raw.shape[1]
+    NB: gl.constexpr = D // 64
+    ld_l: gl.constexpr = _value_layouts(D, BN)[0]
+    op_l: gl.constexpr = _value_layouts(D, BN)[1]
+    v = gl.convert_layout(v_raw.permute((1, 0)).load(ld_l), op_l)
+    if PERTURB == 3:
+        vs_col = gl.load(VS_ROW + gl.arange(0, D, layout=gl.SliceLayout(1, op_l)))
+        x = (v.to(gl.float32) * vs_col[:, None]).to(gl.float16).to(gl.float32).to(gl.bfloat16)
+    else:
+        x = _i8x4_to_bf16(v)
+    # [D, BN] with D = (w, g, b, h) -> [(b, w, h, g), BN]
+    x = gl.reshape(gl.permute(gl.reshape(x, [4, 8, NB, 2, BN]), (2, 0, 3, 1, 4)), [D, BN])
+    return gl.convert_layout(x, gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=2), assert_trivial=True)
+
+
+@gluon.jit
+def _dims_in_order(acc):
+    """O^T [D, C] accumulated with rows in _value_operand's order pi -> rows in dim order."""
+    D: gl.constexpr = acc.shape[0]
+    C: gl.constexpr = acc.shape[1]
+    return gl.reshape(gl.permute(gl.reshape(acc, [D // 64, 4, 2, 8, C]), (1, 3, 0, 2, 4)), [D, C])
+
+
+@gluon.jit
+def _v_buf(v_raw, i, V_REGS: gl.constexpr):
+    """The value rows' buffer a tile is copied into: one (converted before the next tile's copies are issued), or
+    with V_REGS one of two (read by the value product, a tile after the copies into the other)."""
+    if V_REGS:
+        return v_raw.index(i)
+    else:
+        return v_raw
+
+
 @gluon.jit
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_smem, m_i, l_i,
           acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
           PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr,
-          ids0=None, OVERLAP: gl.constexpr = False):
+          ids0=None, OVERLAP: gl.constexpr = False, V_REGS: gl.constexpr = False, VS_ROW=None):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
@@ -116,16 +177,18 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
     waited for after the next tile's copies are issued, so the tensor cores and the conversion run at once (they
     touch different shared tiles). The same products on the same tiles: the same bits. (Keeping the value product
     in flight across the loop's back-edge as well made ptxas serialize every warpgroup MMA of the loop, each
-    followed by its own wait, in the sm_90 SASS: not kept.)"""
+    followed by its own wait, in the sm_90 SASS: not kept.)
+    V_REGS: v_raw holds two tiles' value rows (copied a tile ahead like the key rows), read at the value product
+    straight into the MMA's register operand (_value_operand): no bf16 value tile in shared memory."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
     if ids0 is None:
         idx, ok = _tile_rows(IDX_ROW, c0, c1, C, BLOCK_N, rows_l)
-        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
+        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), _v_buf(v_raw, 0, V_REGS), HEAD_DIM, ld)
         idx_n, ok_n = _tile_rows(IDX_ROW, c0 + BLOCK_N, c1, C, BLOCK_N, rows_l)
     else:  # IDS_EARLY: the first two tiles' ids, loaded by the caller before the query
         idx, ok, idx_n, ok_n = ids0
-        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), v_raw, HEAD_DIM, ld)
+        _gather(KC, VC, kv_base, stride_kc, idx, ok, k_bufs.index(0), _v_buf(v_raw, 0, V_REGS), HEAD_DIM, ld)
     i = 0
     for j0 in range(c0, c1, BLOCK_N):
         stage = i % 2
@@ -141,11 +204,13 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             if OVERLAP:  # S4 [BLOCK_N, 4 R] issued first: it reads k_smem and the digits during the conversion
                 s4_tok = warpgroup_mma(k_smem, qd_smem.permute((1, 0)),
                                        gl.zeros([BLOCK_N, 4 * R], gl.int32, layout=si_l), is_async=True)
-            _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
-            fence_async_shared()
-            gl.thread_barrier()  # v_raw consumed, v_smem visible to the MMAs
+            if not V_REGS:
+                _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
+                fence_async_shared()
+                gl.thread_barrier()  # v_raw consumed, v_smem visible to the MMAs
             # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
-            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
+            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), _v_buf(v_raw, 1 - stage, V_REGS),
+                    HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
             if OVERLAP:
                 s4 = warpgroup_mma_wait(0, deps=[s4_tok])
@@ -164,17 +229,25 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
             s += s3.to(gl.float32) * 7.450580596923828e-09
             s = gl.convert_layout(s, s_l)
         else:
-            # the split-bf16 query against the codes converted to bf16 (in v_smem, before the values)
-            _convert_tile(k_smem, v_smem, vs_row, 0, ld)
+            # the split-bf16 query against the codes converted to bf16 (in v_smem, before the values; with V_REGS,
+            # where v_smem is both key buffers' bytes, every code read before the first bf16 store)
+            if V_REGS:
+                x = k_smem.load(ld)
+                gl.thread_barrier()
+                v_smem.store(_values_bf16(x, vs_row, 0))
+            else:
+                _convert_tile(k_smem, v_smem, vs_row, 0, ld)
             fence_async_shared()
             gl.thread_barrier()
             s = warpgroup_mma(v_smem, qb_smem.index(0).permute((1, 0)),
                               gl.zeros([BLOCK_N, R], gl.float32, layout=s_l))
             s = warpgroup_mma(v_smem, qb_smem.index(1).permute((1, 0)), s)
             gl.thread_barrier()  # every warp's score products are done before the values overwrite the tile
-            _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
-            gl.thread_barrier()
-            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw, HEAD_DIM, ld)
+            if not V_REGS:
+                _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
+                gl.thread_barrier()
+            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), _v_buf(v_raw, 1 - stage, V_REGS),
+                    HEAD_DIM, ld)
             idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
         s = gl.where(valid[:, None] & row_ok_s[None, :], s, float("-inf"))
         m_new = gl.maximum(m_i, gl.max(s, 0))
@@ -191,7 +264,10 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         p_smem.store(gl.reshape(gl.permute(gl.join(p_hi, p_lo), (0, 2, 1)), [BLOCK_N, 2 * R]))  # P^T (high | residual)
         fence_async_shared()
         gl.thread_barrier()
-        acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem, acc)  # V^T [D, BLOCK_N] . P^T
+        if V_REGS:
+            acc = warpgroup_mma(_value_operand(v_raw.index(stage), VS_ROW, PERTURB, o_l), p_smem, acc)
+        else:
+            acc = warpgroup_mma(v_smem.permute((1, 0)), p_smem, acc)  # V^T [D, BLOCK_N] . P^T
         gl.thread_barrier()  # every warp's products are done before the next tile overwrites the shared tiles
         m_i = m_new
         i += 1
@@ -207,6 +283,7 @@ def sparse_int8_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
     PDL: gl.constexpr = False, IDS_EARLY: gl.constexpr = False, OVERLAP: gl.constexpr = False,
+    V_REGS: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
@@ -273,8 +350,15 @@ def sparse_int8_gluon_kernel(
         qb_smem.index(0).store(q_hi)
         qb_smem.index(1).store((qn - q_hi.to(gl.float32)).to(gl.bfloat16))
     k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
-    v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
-    v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
+    if V_REGS:  # two tiles' value rows, D / 4-byte units swizzled by candidate bits 1-2: a warp's reads (_value_operand:
+        # 8 lanes' D / 4 contiguous bytes for each of candidates c, c + 2, c + 4, c + 6) fall in different banks
+        v_raw = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], gl.SwizzledSharedLayout(D // 4, 2, 4, order=[1, 0]))
+    else:
+        v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
+    if V_REGS:  # the bf16 tile only the split-bf16 query's programs use, over the key buffers (_loop)
+        v_smem = k_bufs._reinterpret(gl.bfloat16, [BLOCK_N, D], v_sl)
+    else:
+        v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 2 * R], p_sl)
     fence_async_shared()
     gl.thread_barrier()
@@ -292,13 +376,15 @@ def sparse_int8_gluon_kernel(
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l, ids0, OVERLAP)
+                              o_l, ids0, OVERLAP, V_REGS, VS + g * D)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l, ids0)
+                              o_l, ids0, False, V_REGS, VS + g * D)
 
     # ---- epilogue: O^T [D, R] d-contiguous (8 dims a thread), the value scale after the accumulation
+    if V_REGS:
+        acc = _dims_in_order(acc)
     o_hi, o_lo = gl.split(gl.permute(gl.reshape(acc, [D, 2, R]), (0, 2, 1)))  # the halves' sums added
     acc = o_hi + o_lo
     o = gl.convert_layout(acc, st_l)

@@ -167,6 +167,12 @@ def _variants():
         out.append((f"sparse_int8_gluon D256 direct{int(direct)} ids_early overlap", sparse_int8_gluon_kernel,
                     sparse_ptr("i8"), dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=16, BLOCK_N=64, DIRECT=direct,
                                            PERTURB=0, IDS_EARLY=True, OVERLAP=True), dict(num_warps=4)))
+    # the option gluon_v_regs (the value product's operand in registers), both paths at D = 256, ids_early as the rule
+    # runs it, and the split path at D = 128 and 64
+    for D, direct in ((256, True), (256, False), (128, False), (64, False)):
+        out.append((f"sparse_int8_gluon D{D} direct{int(direct)} ids_early v_regs", sparse_int8_gluon_kernel,
+                    sparse_ptr("i8"), dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=64, DIRECT=direct,
+                                           PERTURB=0, IDS_EARLY=True, V_REGS=True), dict(num_warps=4)))
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
     for D, pipe, win, clamp, gather, early, psm, lazy, bacc in (
@@ -821,6 +827,22 @@ def score_mma_vs_conversion(name: str, arch: int = 90) -> dict:
             sts = next(j for j, o in enumerate(ops) if o.startswith("STS"))
             return dict(instructions=len(body), igmma=first, first_sts=sts,
                         barriers_before=sum(o.startswith("BAR") for o in ops[:first]))
+    return {}
+
+
+def digit_loop_shared_ops(name: str, arch: int = 90) -> dict:
+    """The shared-memory instructions (LDS*, STS*, LDSM, STSM), barriers (BAR) and length of the sparse_int8 Gluon
+    kernel's query-digit loop (the loop holding its integer warpgroup MMAs), by opcode."""
+    k, _ = compile_named(name, arch)
+    for body in _loop_bodies(k.asm["cubin"]):
+        ops = [_OPCODE.match(b).group(1) for b in body]
+        if any(o.startswith("IGMMA") for o in ops):
+            out = {"instructions": len(ops)}
+            for o in ops:
+                if o.startswith(("LDS", "STS", "BAR")):
+                    key = "BAR" if o.startswith("BAR") else o
+                    out[key] = out.get(key, 0) + 1
+            return out
     return {}
 
 
