@@ -139,7 +139,7 @@ GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", Fal
 GLUON_V_REGS = Switch("gluon_v_regs", "ATTNKIT_SPARSE_INT8_GLUON_V_REGS", False,
                       "the Gluon kernel's value product takes its value tile from registers, loaded from the raw "
                       "codes and converted there, instead of from a bf16 tile in shared memory; the same bits; "
-                      "default off until timed (sweep sparse_int8-gluon-v-regs)")
+                      "default off: not timed yet")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "the value checks: every index in [-1, C), q and the scales finite (one wait for the GPU; turn off "
                   "for CUDA-graph capture)")
