@@ -13,9 +13,9 @@ from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
 from .._runtime import (check_device, forward_only, gluon_runs, index_span, interpreting, pdl_launch, require,
                         resolve_pdl, to_host)
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, GLUON_V_REGS, IDS_EARLY, MAX_GROUP, PIPELINE, PREFETCH, PV_SPLIT,
-                     QK_INT8, STAGES_OPT,
-                     SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE, WARPS_OPT, plan)
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, GLUON_V_REGS, IDS_EARLY, MAX_GROUP, PIPELINE,
+                     PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT, SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE,
+                     WARPS_OPT, plan)
 from . import config as _config
 
 _CALLS = CallCache("sparse_int8", _config, splitk, _runtime)  # the options of these modules key its entries
@@ -196,8 +196,8 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
     ids_e = bool(ids_asked) and ids_loop
     require(not (gluon_overlap and not p.gluon), "gluon_overlap", "is the Gluon kernel's; the Triton kernels run here")
     require(not (gluon_v_regs and not p.gluon), "gluon_v_regs", "is the Gluon kernel's; the Triton kernels run here")
-    require(not (p.gluon and v_regs and overlap), "gluon_v_regs", "leaves no value conversion for gluon_overlap to overlap; "
-            "it cannot be combined with gluon_overlap=True")
+    require(not (p.gluon and v_regs and overlap), "gluon_v_regs", "leaves no value conversion for gluon_overlap to "
+            "overlap; it cannot be combined with gluon_overlap=True")
     R = T * Hq
     m_shape, acc_shape = (p.num_splits, R), (p.num_splits, R, D)
     # the partials as allocated per call (contiguous): m / l [S, R], acc [S, R, D]

@@ -350,14 +350,13 @@ def sparse_int8_gluon_kernel(
         qb_smem.index(0).store(q_hi)
         qb_smem.index(1).store((qn - q_hi.to(gl.float32)).to(gl.bfloat16))
     k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
-    if V_REGS:  # two tiles' value rows, D / 4-byte units swizzled by candidate bits 1-2: a warp's reads (_value_operand:
-        # 8 lanes' D / 4 contiguous bytes for each of candidates c, c + 2, c + 4, c + 6) fall in different banks
+    if V_REGS:  # two tiles' value rows, D / 4-byte units swizzled by candidate bits 1-2: a warp's reads
+        # (_value_operand: 8 lanes' D / 4 contiguous bytes for candidates c, c + 2, c + 4, c + 6) fall in different banks
         v_raw = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], gl.SwizzledSharedLayout(D // 4, 2, 4, order=[1, 0]))
-    else:
-        v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
-    if V_REGS:  # the bf16 tile only the split-bf16 query's programs use, over the key buffers (_loop)
+        # the bf16 tile only the split-bf16 query's programs use, over the key buffers (_loop)
         v_smem = k_bufs._reinterpret(gl.bfloat16, [BLOCK_N, D], v_sl)
     else:
+        v_raw = gl.allocate_shared_memory(gl.int8, [BLOCK_N, D], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
         v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_sl)
     p_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, 2 * R], p_sl)
     fence_async_shared()
