@@ -270,40 +270,24 @@ def test_ids_early_gives_the_same_bits(case, tps, device):
         sparse_int8_attention(*_args(i), scale=i["scale"], ids_early="yes")
 
 
-def test_gluon_overlap_option(monkeypatch, device):
-    """gluon_overlap is the Gluon kernel's: asked for where the Triton kernels run (gluon=False, or any CPU), a
-    ValueError naming it; its environment variable takes exactly "0" / "1" (a bad value raises); off by default."""
-    from attnkit.sparse_int8.config import GLUON_OVERLAP
-    assert GLUON_OVERLAP.default is False  # off until timed
+@pytest.mark.parametrize("option", ["gluon_overlap", "gluon_v_regs"])
+def test_gluon_only_option(option, monkeypatch, device):
+    """gluon_overlap and gluon_v_regs are the Gluon kernel's: asked for where the Triton kernels run (gluon=False,
+    or any CPU), a ValueError naming it; its environment variable takes exactly "0" / "1" (a bad value raises); off
+    by default."""
+    from attnkit.sparse_int8 import config
+    env = f"ATTNKIT_SPARSE_INT8_{option.upper()}"
+    assert getattr(config, option.upper()).default is False  # off until timed
     i = _inp(device, "sparse_int8-decode-r3-g6-n509-perhead")
-    with pytest.raises(ValueError, match="gluon_overlap"):
-        sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_overlap=True)
-    a = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_overlap=False)
-    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", "1")  # the environment's choice, not asked by keyword
+    with pytest.raises(ValueError, match=option):
+        sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, **{option: True})
+    a = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, **{option: False})
+    monkeypatch.setenv(env, "1")  # the environment's choice, not asked by keyword
     b = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     for bad in ("true", "2", " 1", "yes"):
-        monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", bad)
-        with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_GLUON_OVERLAP"):
-            sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
-
-
-def test_gluon_v_regs_option(monkeypatch, device):
-    """gluon_v_regs is the Gluon kernel's: asked for where the Triton kernels run (gluon=False, or any CPU), a
-    ValueError naming it; with gluon_overlap, a ValueError; its environment variable takes exactly "0" / "1" (a bad
-    value raises); off by default."""
-    from attnkit.sparse_int8.config import GLUON_V_REGS
-    assert GLUON_V_REGS.default is False  # off until timed
-    i = _inp(device, "sparse_int8-decode-r3-g6-n509-perhead")
-    with pytest.raises(ValueError, match="gluon_v_regs"):
-        sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_v_regs=True)
-    a = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, gluon_v_regs=False)
-    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_V_REGS", "1")  # the environment's choice, not asked by keyword
-    b = sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    for bad in ("true", "2", " 1", "yes"):
-        monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_V_REGS", bad)
-        with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_GLUON_V_REGS"):
+        monkeypatch.setenv(env, bad)
+        with pytest.raises(ValueError, match=env):
             sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
 
 
