@@ -61,7 +61,7 @@ GPU_ONLY_EXPERIMENTS = {"flex_score_mod_variants", "host_overhead", "launch_floo
                         "sparse_int8_decode_parts", "sparse_int8_gather_floor",
                         "sync_cost"}
 CPU_EXPERIMENTS = {"gluon_mqa_decode_once_sm90", "gluon_sparse_int8_tile_sm90", "gluon_ws_sm90_compile",
-                   "ncu_source_summary", "sparse_int8_rounding_floor", "wrapper_overhead",
+                   "ncu_source_summary", "sparse_int8_rounding_floor", "sparse_int8_v_regs_sass", "wrapper_overhead",
                    "stress_under_load"}  # stress: --device cpu (its own tests)
 
 

@@ -134,8 +134,9 @@ GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", Fal
 # converted by bits, the operand's rows a permutation of the output dims undone once in the epilogue), instead of
 # converted into a bf16 tile in shared memory and read back by the MMA. In the sm_90 SASS of the query-digit loop at
 # D = 256 (tests/test_compile_sm90.py): 16 8-byte shared loads where there were 8 16-byte loads, 16 16-byte stores
-# and 4 more barriers; 957 instructions against 981; 86 KB of shared memory against 100 (the split-bf16 query's bf16
-# key tile over the two key buffers). Aimed at the shared-memory pipe, the loop's busiest unit (docs/sparse_int8.md).
+# and 4 more barriers; 956-957 instructions against 980-984; 86 KB of shared memory against 100 (the split-bf16 query's
+# bf16 key tile over the two key buffers; benchmarks/experiments/sass-sparse-int8-v-regs-sm90-615a1f8.json). Aimed at
+# the shared-memory pipe, the loop's busiest unit (docs/sparse_int8.md).
 GLUON_V_REGS = Switch("gluon_v_regs", "ATTNKIT_SPARSE_INT8_GLUON_V_REGS", False,
                       "the Gluon kernel's value product takes its value tile from registers, loaded from the raw "
                       "codes and converted there, instead of from a bf16 tile in shared memory; the same bits; "
