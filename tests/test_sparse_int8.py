@@ -291,6 +291,32 @@ def test_gluon_only_option(option, monkeypatch, device):
             sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
 
 
+def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypatch):
+    """Where the Gluon kernel would run (gluon_runs forced true, so the CPU configures what an sm_90 GPU would),
+    gluon_v_regs with gluon_overlap raises a ValueError naming gluon_v_regs; each alone configures the Gluon launch
+    with its switch set (so the refusal is the pair's, not either option's)."""
+    import inspect
+
+    from attnkit.sparse_int8 import interface
+    from attnkit.sparse_int8.kernel_gluon import sparse_int8_gluon_kernel
+    monkeypatch.setattr(interface, "gluon_runs", lambda device: True)
+    i = _inp("cpu", "sparse_int8-decode-r8-g12-n2112")
+    rest = list(inspect.signature(interface._configure).parameters)[6:]
+
+    def configure(**kw):
+        return interface._configure(*_args(i), **{**dict.fromkeys(rest), "scale": i["scale"], "gluon": True, **kw})
+    with pytest.raises(ValueError, match="gluon_v_regs"):
+        configure(gluon_v_regs=True, gluon_overlap=True)
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", "1")  # the environment's overlap counts as well
+    with pytest.raises(ValueError, match="gluon_v_regs"):
+        configure(gluon_v_regs=True)
+    monkeypatch.delenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP")
+    for v_regs, overlap in ((True, False), (False, True), (False, False)):
+        cfg = configure(gluon_v_regs=v_regs, gluon_overlap=overlap)
+        assert cfg.attn.kernel is sparse_int8_gluon_kernel
+        assert (cfg.attn.kwargs["V_REGS"], cfg.attn.kwargs["OVERLAP"]) == (v_regs, overlap)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
                                   "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",
