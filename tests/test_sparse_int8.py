@@ -273,11 +273,11 @@ def test_ids_early_gives_the_same_bits(case, tps, device):
 @pytest.mark.parametrize("option", ["gluon_overlap", "gluon_v_regs"])
 def test_gluon_only_option(option, monkeypatch, device):
     """gluon_overlap and gluon_v_regs are the Gluon kernel's: asked for where the Triton kernels run (gluon=False,
-    or any CPU), a ValueError naming it; its environment variable takes exactly "0" / "1" (a bad value raises); off
-    by default."""
+    or any CPU), a ValueError naming it; its environment variable takes exactly "0" / "1" (a bad value raises).
+    gluon_overlap is off by default (slower as timed); gluon_v_regs is decided by a rule (the next test)."""
     from attnkit.sparse_int8 import config
     env = f"ATTNKIT_SPARSE_INT8_{option.upper()}"
-    assert getattr(config, option.upper()).default is False  # off until timed
+    assert getattr(config, option.upper()).default is {"gluon_overlap": False, "gluon_v_regs": None}[option]
     i = _inp(device, "sparse_int8-decode-r3-g6-n509-perhead")
     with pytest.raises(ValueError, match=option):
         sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False, **{option: True})
@@ -294,7 +294,8 @@ def test_gluon_only_option(option, monkeypatch, device):
 def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypatch):
     """Where the Gluon kernel would run (gluon_runs forced true, so the CPU configures what an sm_90 GPU would),
     gluon_v_regs with gluon_overlap raises a ValueError naming gluon_v_regs; each alone configures the Gluon launch
-    with its switch set (so the refusal is the pair's, not either option's)."""
+    with its switch set (so the refusal is the pair's, not either option's). The rule for gluon_v_regs unasked: on,
+    and off when gluon_overlap is on (by keyword or environment), which needs the bf16 value tile."""
     import inspect
 
     from attnkit.sparse_int8 import interface
@@ -311,10 +312,13 @@ def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypa
     with pytest.raises(ValueError, match="gluon_v_regs"):
         configure(gluon_v_regs=True)
     monkeypatch.delenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP")
-    for v_regs, overlap in ((True, False), (False, True), (False, False)):
+    for v_regs, overlap in ((True, False), (False, True), (False, False), (None, None), (None, False), (None, True)):
         cfg = configure(gluon_v_regs=v_regs, gluon_overlap=overlap)
         assert cfg.attn.kernel is sparse_int8_gluon_kernel
-        assert (cfg.attn.kwargs["V_REGS"], cfg.attn.kwargs["OVERLAP"]) == (v_regs, overlap)
+        want = (not overlap if v_regs is None else v_regs, bool(overlap))
+        assert (cfg.attn.kwargs["V_REGS"], cfg.attn.kwargs["OVERLAP"]) == want, (v_regs, overlap)
+    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", "1")
+    assert configure().attn.kwargs["V_REGS"] is False  # the rule yields to the environment's overlap
 
 
 @pytest.mark.cuda

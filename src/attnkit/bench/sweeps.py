@@ -377,6 +377,16 @@ SWEEPS["sparse_int8-gluon-overlap"] = Sweep(
     _SP_DEC_CASES + _SP_CASES[2:],
     (("rule", dict(gluon=True)), ("overlap", dict(gluon=True, gluon_overlap=True))))
 
+SWEEPS["sparse_int8-gluon-v-regs"] = Sweep(
+    "sparse_int8", "the Gluon kernel's value product fed from registers (gluon_v_regs: raw int8 value rows loaded "
+    "into the MMA's A operand, no bf16 value tile in shared memory) against the rule, decode 1 / 2 / 4 / 8 rows and "
+    "prefill 128 / 2048 rows, forced Gluon both; and both with every program on the split-bf16 fallback ('rule' and "
+    "'fallback' are the option off: the rule when the grid first ran)",
+    _SP_DEC_CASES + _SP_CASES[2:],
+    (("rule", dict(gluon=True, gluon_v_regs=False)), ("v-regs", dict(gluon=True, gluon_v_regs=True)),
+     ("fallback", dict(gluon=True, gluon_v_regs=False, _qk_int8_budget=0.0)),
+     ("v-regs-fallback", dict(gluon=True, gluon_v_regs=True, _qk_int8_budget=0.0))))
+
 SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
     "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
     "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",

@@ -428,6 +428,18 @@ register(Gate(
 ))
 
 register(Gate(
+    name="sparse_int8/gluon_value_tile",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, gluon_v_regs=False),
+    what="kernel: the Gluon kernel with gluon_v_regs off (the value codes converted into a bf16 tile in shared "
+         "memory, the rule's form before gluon_v_regs), direct or split-K + merge as planned, on every shape",
+    needs="sm90",
+    perturbations=_SPARSE_PERTURBATIONS,
+))
+
+register(Gate(
     name="sparse_int8/triton_split1",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),

@@ -136,11 +136,16 @@ GLUON_OVERLAP = Switch("gluon_overlap", "ATTNKIT_SPARSE_INT8_GLUON_OVERLAP", Fal
 # D = 256 (tests/test_compile_sm90.py): 16 8-byte shared loads where there were 8 16-byte loads, 16 16-byte stores
 # and 4 more barriers; 956-957 instructions against 980-984; 86 KB of shared memory against 100 (the split-bf16 query's
 # bf16 key tile over the two key buffers; benchmarks/experiments/sass-sparse-int8-v-regs-sm90-615a1f8.json). Aimed at
-# the shared-memory pipe, the loop's busiest unit (docs/sparse_int8.md).
-GLUON_V_REGS = Switch("gluon_v_regs", "ATTNKIT_SPARSE_INT8_GLUON_V_REGS", False,
+# the shared-memory pipe, the loop's busiest unit (docs/sparse_int8.md). The rule: on wherever the Gluon kernel runs,
+# unless gluon_overlap is on (which needs the bf16 value tile). Sweep sparse_int8-gluon-v-regs on an H100 80GB HBM3
+# (benchmarks/sweeps/h100-926309e/, 5 rounds, paired rule as it was / option, the Gluon kernel forced): prefill 1.205 /
+# 1.218 at 128 / 2048 rows, decode 1.022 / 1.038 / 1.058 at 2 / 4 / 8 rows, 1.001 at 1 row (where the rule runs the
+# Triton plain loop); every program on the split-bf16 fallback 1.03-1.07 in decode, 1.18 in prefill.
+GLUON_V_REGS = Switch("gluon_v_regs", "ATTNKIT_SPARSE_INT8_GLUON_V_REGS", None,
                       "the Gluon kernel's value product takes its value tile from registers, loaded from the raw "
                       "codes and converted there, instead of from a bf16 tile in shared memory; the same bits; "
-                      "default off: not timed yet")
+                      "default: on where the Gluon kernel runs, off with gluon_overlap (sweep "
+                      "sparse_int8-gluon-v-regs: prefill 17-18 % faster, decode 0-6 %)")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "the value checks: every index in [-1, C), q and the scales finite (one wait for the GPU; turn off "
                   "for CUDA-graph capture)")

@@ -79,7 +79,8 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     where the Triton kernels run is refused),
     ``gluon_v_regs`` (``ATTNKIT_SPARSE_INT8_GLUON_V_REGS``: the Gluon kernel's value product takes the value tile from
     registers, converted there from the raw codes, instead of from a bf16 tile in shared memory; the same bits;
-    default off; True where the Triton kernels run, or with gluon_overlap, is refused),
+    default: on where the Gluon kernel runs, unless gluon_overlap is on; True where the Triton kernels run, or with
+    gluon_overlap, is refused),
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
     loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
     pipelined loop, where an explicit True is refused),
@@ -160,6 +161,8 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
     ids_asked = IDS_EARLY.resolve(ids_early)
     overlap = GLUON_OVERLAP.resolve(gluon_overlap)
     v_regs = GLUON_V_REGS.resolve(gluon_v_regs)
+    if v_regs is None:  # the rule: on, unless gluon_overlap needs the bf16 value tile
+        v_regs = not overlap
     val = bool(VALIDATE.resolve(validate))
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
