@@ -428,6 +428,19 @@ register(Gate(
 ))
 
 register(Gate(
+    name="sparse_int8/gluon_fallback",
+    family="sparse_int8",
+    groups=tuple(shapes.groups("sparse_int8")),
+    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
+    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, _qk_int8_budget=0.0),
+    what="kernel: the Gluon kernel with every program on its one fallback, the split-bf16 query (a zero budget: "
+         "what a program whose query digits miss the budget runs), direct or split-K + merge as planned, on every "
+         "shape",
+    needs="sm90",
+    perturbations=_SPARSE_PERTURBATIONS,
+))
+
+register(Gate(
     name="sparse_int8/gluon_value_tile",
     family="sparse_int8",
     groups=tuple(shapes.groups("sparse_int8")),

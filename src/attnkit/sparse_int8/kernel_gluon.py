@@ -239,9 +239,10 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
                 _convert_tile(k_smem, v_smem, vs_row, 0, ld)
             fence_async_shared()
             gl.thread_barrier()
-            s = warpgroup_mma(v_smem, qb_smem.index(0).permute((1, 0)),
-                              gl.zeros([BLOCK_N, R], gl.float32, layout=s_l))
-            s = warpgroup_mma(v_smem, qb_smem.index(1).permute((1, 0)), s)
+            # one product against both halves as 2 R columns (the key tile read once), their sums added after
+            s2 = warpgroup_mma(v_smem, qb_smem.permute((1, 0)), gl.zeros([BLOCK_N, 2 * R], gl.float32, layout=o_l))
+            s_hi, s_lo = gl.split(gl.permute(gl.reshape(s2, [BLOCK_N, 2, R]), (0, 2, 1)))
+            s = gl.convert_layout(s_hi + s_lo, s_l)
             gl.thread_barrier()  # every warp's score products are done before the values overwrite the tile
             if not V_REGS:
                 _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
@@ -338,8 +339,9 @@ def sparse_int8_gluon_kernel(
     # the digits as Q_digits [4 R, D] (row 16 i + h: digit i of head h); an NVMMA tile of 4 R rows is not four
     # tiles of R rows laid end to end (its 128-byte column blocks span all rows), so it is allocated as one
     qd_smem = gl.allocate_shared_memory(gl.int8, [4 * R, D], qd_sl)
-    # the split-bf16 query (high part, residual) in the same bytes, for the programs that take it
-    qb_smem = qd_smem._reinterpret(gl.bfloat16, [2, R, D], qb_sl)
+    # the split-bf16 query in the same bytes, for the programs that take it: Q_b [2 R, D], the high part's rows
+    # then the residual's (one NVMMA tile, like the digits')
+    qb_smem = qd_smem._reinterpret(gl.bfloat16, [2 * R, D], qb_sl)
     if use_int:
         qd_smem.slice(0 * R, R, dim=0).store(d_h)
         qd_smem.slice(1 * R, R, dim=0).store(d_m)
@@ -347,8 +349,8 @@ def sparse_int8_gluon_kernel(
         qd_smem.slice(3 * R, R, dim=0).store(d_l2)
     else:
         q_hi = qn.to(gl.bfloat16)
-        qb_smem.index(0).store(q_hi)
-        qb_smem.index(1).store((qn - q_hi.to(gl.float32)).to(gl.bfloat16))
+        qb_smem.slice(0, R, dim=0).store(q_hi)
+        qb_smem.slice(R, R, dim=0).store((qn - q_hi.to(gl.float32)).to(gl.bfloat16))
     k_bufs = gl.allocate_shared_memory(gl.int8, [2, BLOCK_N, D], k_sl)
     if V_REGS:  # two tiles' value rows, D / 4-byte units swizzled by candidate bits 1-2: a warp's reads
         # (_value_operand: 8 lanes' D / 4 contiguous bytes for candidates c, c + 2, c + 4, c + 6) fall in different banks
