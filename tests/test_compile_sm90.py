@@ -306,6 +306,18 @@ def test_gluon_v_regs_reads_the_value_codes_into_registers_and_stores_no_value_t
             assert vr.get("LDS.64", 0) == 16 and plain.get("LDS.64", 0) == 0, (names[i], plain, vr)
 
 
+def test_gluon_fallback_scores_both_query_halves_in_one_product():
+    """sparse_int8's Gluon fallback (the split-bf16 query): the score is one product against both halves as 2 R = 32
+    columns, so the loop's bf16 warpgroup MMAs are all 64x32x16 (the score's D / 16 and the value product's as many
+    again), and none has the R = 16 columns of one half. The two chained products it replaced read the key tile twice:
+    32 HGMMA.64x16x16 beside the value product's 16 (the check fails there)."""
+    names = ["sparse_int8_gluon D256 direct1", "sparse_int8_gluon D256 direct0 ids_early v_regs",
+             "sparse_int8_gluon D64 direct0 ids_early v_regs"]
+    got = _compiled(f"[cc.fallback_loop_mmas(x) for x in {names!r}]")
+    for name, mmas, d in zip(names, got, (256, 256, 64)):
+        assert mmas == {"HGMMA.64x32x16.F32.BF16": 2 * d // 16}, (name, mmas)
+
+
 def test_writer_loads_first_takes_two_load_round_trips_not_three():
     """writer_loads_first (mqa_decode's record writer): in the sm_90 SASS a row's loads take two dependent round trips
     (the slot with the position; then the latent with cos / sin), where without the option they take three (the

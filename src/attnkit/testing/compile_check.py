@@ -846,6 +846,21 @@ def digit_loop_shared_ops(name: str, arch: int = 90) -> dict:
     return {}
 
 
+def fallback_loop_mmas(name: str, arch: int = 90) -> dict:
+    """The warpgroup MMA instructions of the sparse_int8 Gluon kernel's split-bf16 loop (the fallback: the loop
+    holding bf16 warpgroup MMAs and no integer one), by opcode with its shape (e.g. HGMMA.64x32x16.F32.BF16)."""
+    k, _ = compile_named(name, arch)
+    for body in _loop_bodies(k.asm["cubin"]):
+        ops = [re.search(r"\b([A-Z]GMMA\.[0-9A-Za-z.]+)", b) for b in body]
+        ops = [m.group(1) for m in ops if m]
+        if any(o.startswith("HGMMA") for o in ops) and not any(o.startswith("IGMMA") for o in ops):
+            out = {}
+            for o in ops:
+                out[o] = out.get(o, 0) + 1
+            return out
+    return {}
+
+
 def softmax_overlap(name: str, arch: int = 90) -> list[dict]:
     """Each loop of a Gluon attention variant's sm_90 SASS that holds warpgroup MMAs and exponentials: its length and
     the exponentials issued between the wait that leaves one MMA group in flight (the score product done, the value
