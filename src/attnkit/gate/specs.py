@@ -389,68 +389,45 @@ register(Gate(
     perturbations=_SPARSE_PERTURBATIONS,
 ))
 
-register(Gate(
-    name="sparse_int8/gluon",
-    family="sparse_int8",
-    groups=tuple(shapes.groups("sparse_int8")),
-    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",  # an int8 cache's kernel
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True),
-    what="kernel: Gluon swap-AB integer-score tile for sm_90 (key codes copied straight into shared memory for one "
-         "integer warpgroup MMA against the query's four digits, value codes converted once into a bf16 tile for one "
-         "MMA against both probability halves; the split-bf16 query where a row's digits miss the budget), direct or "
-         "split-K + merge as planned, on every shape (the path dispatched on sm_90 at D = 256 from 2 rows)",
-    needs="sm90",
-    perturbations=_SPARSE_PERTURBATIONS,
-))
 
-register(Gate(
-    name="sparse_int8/gluon_overlap",
-    family="sparse_int8",
-    groups=tuple(shapes.groups("sparse_int8")),
-    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, gluon_overlap=True),
-    what="kernel: the Gluon kernel with gluon_overlap (each tile's score product issued before its value codes are "
-         "converted, waited for after), direct or split-K + merge as planned, on every shape",
-    needs="sm90",
-    perturbations=_SPARSE_PERTURBATIONS,
-))
+def _sparse_gluon_gate(name, what, **opts):
+    """A gate of the sparse_int8 Gluon kernel (sm_90, int8 caches) forced on, with opts, on every shape family."""
+    register(Gate(
+        name=name,
+        family="sparse_int8",
+        groups=tuple(shapes.groups("sparse_int8")),
+        applies=lambda c: c.get("cache_dtype", "int8") != "bf16",  # an int8 cache's kernel
+        subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, **opts),
+        what=what,
+        needs="sm90",
+        perturbations=_SPARSE_PERTURBATIONS,
+    ))
 
-register(Gate(
-    name="sparse_int8/gluon_v_regs",
-    family="sparse_int8",
-    groups=tuple(shapes.groups("sparse_int8")),
-    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, gluon_v_regs=True),
-    what="kernel: the Gluon kernel with gluon_v_regs (the value product's operand in registers, converted there from "
-         "the raw codes), direct or split-K + merge as planned, on every shape",
-    needs="sm90",
-    perturbations=_SPARSE_PERTURBATIONS,
-))
 
-register(Gate(
-    name="sparse_int8/gluon_fallback",
-    family="sparse_int8",
-    groups=tuple(shapes.groups("sparse_int8")),
-    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, _qk_int8_budget=0.0),
-    what="kernel: the Gluon kernel with every program on its one fallback, the split-bf16 query (a zero budget: "
-         "what a program whose query digits miss the budget runs), direct or split-K + merge as planned, on every "
-         "shape",
-    needs="sm90",
-    perturbations=_SPARSE_PERTURBATIONS,
-))
-
-register(Gate(
-    name="sparse_int8/gluon_value_tile",
-    family="sparse_int8",
-    groups=tuple(shapes.groups("sparse_int8")),
-    applies=lambda c: c.get("cache_dtype", "int8") != "bf16",
-    subject=lambda inp, perturb=None: sparse_int8_kernel_call(inp, perturb, gluon=True, gluon_v_regs=False),
-    what="kernel: the Gluon kernel with gluon_v_regs off (the value codes converted into a bf16 tile in shared "
-         "memory, the rule's form before gluon_v_regs), direct or split-K + merge as planned, on every shape",
-    needs="sm90",
-    perturbations=_SPARSE_PERTURBATIONS,
-))
+_sparse_gluon_gate(
+    "sparse_int8/gluon",
+    "kernel: Gluon swap-AB integer-score tile for sm_90 (key codes copied straight into shared memory for one "
+    "integer warpgroup MMA against the query's four digits, value codes loaded into registers and converted there "
+    "for one MMA against both probability halves (gluon_v_regs, the rule); the split-bf16 query where a row's digits "
+    "miss the budget), direct or split-K + merge as planned, on every shape (the path dispatched on sm_90 at D = 256 "
+    "from 2 rows)")
+_sparse_gluon_gate(
+    "sparse_int8/gluon_overlap",
+    "kernel: the Gluon kernel with gluon_overlap (each tile's score product issued before its value codes are "
+    "converted, waited for after), direct or split-K + merge as planned, on every shape", gluon_overlap=True)
+_sparse_gluon_gate(
+    "sparse_int8/gluon_v_regs",
+    "kernel: the Gluon kernel with gluon_v_regs (the value product's operand in registers, converted there from "
+    "the raw codes), direct or split-K + merge as planned, on every shape", gluon_v_regs=True)
+_sparse_gluon_gate(
+    "sparse_int8/gluon_fallback",
+    "kernel: the Gluon kernel with every program on its one fallback, the split-bf16 query (a zero budget: what a "
+    "program whose query digits miss the budget runs), direct or split-K + merge as planned, on every shape",
+    _qk_int8_budget=0.0)
+_sparse_gluon_gate(
+    "sparse_int8/gluon_value_tile",
+    "kernel: the Gluon kernel with gluon_v_regs off (the value codes converted into a bf16 tile in shared memory, "
+    "the rule's form before gluon_v_regs), direct or split-K + merge as planned, on every shape", gluon_v_regs=False)
 
 register(Gate(
     name="sparse_int8/triton_split1",

@@ -10,6 +10,7 @@ opcodes (nvdisasm), a prediction of what a tile costs before any GPU time is spe
 
 from __future__ import annotations
 
+import collections
 import inspect
 import os
 import re
@@ -854,10 +855,7 @@ def fallback_loop_mmas(name: str, arch: int = 90) -> dict:
         ops = [re.search(r"\b([A-Z]GMMA\.[0-9A-Za-z.]+)", b) for b in body]
         ops = [m.group(1) for m in ops if m]
         if any(o.startswith("HGMMA") for o in ops) and not any(o.startswith("IGMMA") for o in ops):
-            out = {}
-            for o in ops:
-                out[o] = out.get(o, 0) + 1
-            return out
+            return dict(collections.Counter(ops))
     return {}
 
 
