@@ -1483,3 +1483,37 @@ def test_triton_swapab_refuses_the_gluon_options(monkeypatch):
         inp = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), "cpu", 6)
         with pytest.raises(ValueError, match="^gluon_half"):
             mqa_headpad_call(inp, kernel="swapab", gluon_half=True)
+
+
+_NAN_ROUTES = [("headpad", {}), ("swapab", {"gluon": False}), ("swapab", {}), ("swapab", {"gluon_cluster": True}),
+               ("swapab", {"gluon_cluster": False, "gluon_fused": False})]
+
+
+@pytest.mark.parametrize("kernel, opts", _NAN_ROUTES, ids=[f"{k}-{o}" for k, o in _NAN_ROUTES])
+@pytest.mark.parametrize("case", ["mqa_decode-small-t2-h32-nvfp4", "mqa_decode-step-h16-t16-fp8"])
+def test_a_nan_record_value_makes_every_row_that_reads_it_nan(case, kernel, opts, device):
+    """Records are not scanned by the value checks (they are bytes the writer wrote), so a NaN there (the e4m3
+    pattern 0x7F in a window record's value byte) reaches the kernels: every (token, head) whose lists hold that
+    slot comes out NaN, output and LSE, as the fp64 oracle says, and every other keeps the bits of the call without
+    it. Before, the merges took a NaN denominator for an empty row (0 and LSE -inf): a plausible answer."""
+    from attnkit._runtime import interpreting
+    if interpreting():
+        pytest.skip("Triton's interpreter decodes the e4m3 NaN pattern 0x7F as 480 (the GPU as NaN)")
+    inp = make_inputs(shapes.get(case), device, 3)
+    try:
+        clean = mqa_headpad_call(inp, kernel=kernel, **opts)
+    except ValueError as e:  # a Gluon route off sm_90, or an option this shape's plan refuses
+        pytest.skip(f"not a route here: {e}")
+    swa = inp["swa_cache"].clone()
+    slot = int(inp["swa_idx"][0][inp["swa_idx"][0] >= 0][0])
+    swa.view(-1, swa.shape[2])[slot, 3] = 0x7F
+    bad_inp = dict(inp, swa_cache=swa)
+    bad = mqa_headpad_call(bad_inp, kernel=kernel, **opts)
+    o, lse = bad[0].float().cpu(), bad[1].cpu()
+    got = torch.isnan(o).any(-1)
+    assert torch.equal(got, torch.isnan(o).all(-1)) and torch.equal(got, torch.isnan(lse))
+    ref, ref_lse = mqa_decode_oracle(bad_inp)
+    want = torch.isnan(ref.cpu()).any(-1)
+    assert want.any() and torch.equal(got, want)
+    keep = ~got
+    assert torch.equal(bad[0].cpu()[keep], clean[0].cpu()[keep]) and torch.equal(lse[keep], clean[1].cpu()[keep])

@@ -6,6 +6,9 @@ restates them as literals.
 - LSE is the natural logarithm of the softmax denominator, ``lse = m + log(l)``
   where ``m`` is the row maximum of the scores and ``l = sum(exp(s - m))``.
 - A row that sees no key returns output 0 and LSE ``-inf``.
+- A row whose scores or values hold a NaN (a NaN key or value in a cache, which
+  the value checks do not scan) returns NaN output and LSE, never the empty row:
+  every kernel, merge and oracle tests emptiness as ``l == 0``, not ``l <= 0``.
 - ``-1`` in an index list marks an empty slot; it is skipped, never read.
 - Split-K partials are *un-normalized*: per split the running maximum ``m``
   (``-inf`` for an empty split), the running sum ``l`` (0 for an empty split)

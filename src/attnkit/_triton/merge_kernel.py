@@ -61,7 +61,7 @@ def merge_partials_kernel(M, L, ACC, OUT, LSE, ROW_E, S, D,
         o = o * scale_old + tl.sum(a * w[:, None], 0)
         big = new_big
     big_safe = tl.where(big == float("-inf"), 0.0, big)
-    nonempty = total > 0
+    nonempty = total != 0  # a NaN total (a NaN score or value) stays NaN: not the empty row
     denom = tl.where(nonempty, total, 1.0)
     res = tl.where(nonempty, o / denom, 0.0)
     if OUT.dtype.element_ty == tl.bfloat16:

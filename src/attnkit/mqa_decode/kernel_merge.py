@@ -82,7 +82,7 @@ def mqa_merge_kernel(M, L, ACC, SINK, POS, COS_SIN, OUT, LSE, O32, S, H, stride_
     big_safe = tl.where(big == float("-inf"), 0.0, big)
     if SINK_ON:
         total += tl.where(sk == float("-inf"), 0.0, tl.exp(sk - big_safe))
-    nonempty = total > 0
+    nonempty = total != 0  # NaN (a NaN record value) stays NaN: not the empty row
     den = tl.where(nonempty, total, 1.0)
     o = tl.where(nonempty, o / den, 0.0)
     oe = tl.where(nonempty, oe / den, 0.0)

@@ -557,7 +557,7 @@ def _merge_token(M_OUT, L_OUT, ACC_OUT, SINK, COS_SIN, OUT, LSE, O32, t, pos, st
         a = a_next
     if SINK_ON:
         total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
-    nonempty = total > 0
+    nonempty = total != 0  # NaN (a NaN record value) stays NaN: not the empty row
     den = gl.where(nonempty, total, 1.0)
     o = gl.where(nonempty[:, None], o / den[:, None], 0.0)
     if ROPE_UNDO:  # dims 448 + 2i, 449 + 2i rotated by minus the angle: even o c + o' s, odd o c - o' s
@@ -630,7 +630,7 @@ def _merge_slice(M_OUT, L_OUT, ACC_OUT, OUT, LSE, O32, t, split, S: gl.constexpr
     o = gl.sum(a * w[:, :, None], axis=0)  # [H, DPR]
     if SINK_ON:
         total += gl.where(sk == float("-inf"), 0.0, gl.exp(sk - big_safe))
-    nonempty = total > 0
+    nonempty = total != 0  # NaN (a NaN record value) stays NaN: not the empty row
     den = gl.where(nonempty, total, 1.0)
     den_o = gl.convert_layout(den, gl.SliceLayout(1, Lhd))
     o = gl.where(den_o[:, None] != 0, o / den_o[:, None], 0.0)

@@ -30,7 +30,7 @@ def masked_attention(scores: torch.Tensor, valid: torch.Tensor, v: torch.Tensor,
     if extra_logit is not None:
         l = l + torch.exp(extra_logit.to(F64) - m_safe)
     acc = torch.einsum("...n,...nd->...d", p, v.to(F64))
-    nonempty = l > 0
+    nonempty = l != 0  # NaN (a NaN score or value) stays NaN: not the empty row
     out = torch.where(nonempty.unsqueeze(-1), acc / torch.where(nonempty, l, torch.ones_like(l)).unsqueeze(-1),
                       torch.zeros_like(acc))
     lse = torch.where(nonempty, m_safe + torch.log(torch.where(nonempty, l, torch.ones_like(l))),
@@ -75,7 +75,7 @@ def merge_partials(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor):
     w = torch.where(torch.isfinite(m), torch.exp(m - big_safe), torch.zeros_like(m))
     total = (l * w).sum(dim=0)
     o = (acc * w.unsqueeze(-1)).sum(dim=0)
-    nonempty = total > 0
+    nonempty = total != 0
     denom = torch.where(nonempty, total, torch.ones_like(total))
     out = torch.where(nonempty.unsqueeze(-1), o / denom.unsqueeze(-1), torch.zeros_like(o))
     lse = torch.where(nonempty, big_safe + torch.log(denom), torch.full_like(total, float("-inf")))

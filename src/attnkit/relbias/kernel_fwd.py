@@ -408,7 +408,7 @@ def relbias_fwd_kernel(
                                stride_kb, stride_kt, stride_kh, BLOCK_N, PAGED, PAGE, FP8, HAS_WINDOW, CLAMP, PERTURB, DOT_F32,
                                FAST_INTERIOR, 3)
 
-    nonempty = l_i > 0
+    nonempty = l_i != 0  # NaN (a NaN key) stays NaN: not the empty row
     denom = tl.where(nonempty, l_i, 1.0)
     out = acc / denom[:, None]
     if FP8:

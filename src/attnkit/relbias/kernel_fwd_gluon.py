@@ -292,7 +292,7 @@ def _write_out(acc, m_i, l_i, OUT, LSE, q_start, m0, seqlen_q, h, stride_ot, str
     rq_ok = (m0 + rq) < seqlen_q
     rows_s = gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_l))
     full_rows = (m0 + rows_s) < seqlen_q
-    nonempty = l_i > 0
+    nonempty = l_i != 0  # NaN (a NaN key) stays NaN: not the empty row
     den = gl.where(nonempty, l_i, 1.0)
     o = acc / gl.convert_layout(den, gl.SliceLayout(1, o_l))[:, None]
     o = gl.where(gl.convert_layout(nonempty, gl.SliceLayout(1, o_l))[:, None], o, 0.0)

@@ -310,7 +310,7 @@ def sparse_int8_kernel(
         acc = acc * vs_row[None, :]
     r_idx = t.to(tl.int64) * HQ + head
     if DIRECT:
-        nonempty = l_i > 0
+        nonempty = l_i != 0  # NaN stays NaN: not the empty row
         den = tl.where(nonempty, l_i, 1.0)
         o = tl.where(nonempty[:, None], acc / den[:, None], 0.0)
         tl.store(OUT + t.to(tl.int64) * stride_ot + head[:, None] * stride_oh + offs_d[None, :],

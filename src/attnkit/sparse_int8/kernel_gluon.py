@@ -398,7 +398,7 @@ def sparse_int8_gluon_kernel(
     r_o = t.to(gl.int64) * HQ + g * GROUP + ho
     ho_ok = (ho < GROUP)[None, :] & (do[:, None] >= 0)
     if DIRECT:
-        nonempty = l_i > 0
+        nonempty = l_i != 0  # NaN stays NaN: not the empty row
         den = gl.where(nonempty, l_i, 1.0)
         den_o = gl.convert_layout(den, gl.SliceLayout(0, st_l))
         ne_o = gl.convert_layout(nonempty, gl.SliceLayout(0, st_l))

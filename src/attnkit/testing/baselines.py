@@ -24,7 +24,7 @@ def _softmax_lse(s: torch.Tensor, valid: torch.Tensor, extra: torch.Tensor | Non
     l = p.sum(-1)
     if extra is not None:
         l = l + torch.exp(extra - ms)
-    ok = l > 0
+    ok = l != 0
     p = p / torch.where(ok, l, torch.ones_like(l)).unsqueeze(-1)
     lse = torch.where(ok, ms + torch.log(torch.where(ok, l, torch.ones_like(l))), torch.full_like(l, float("-inf")))
     return p, lse
@@ -124,7 +124,7 @@ def merge_baseline(inp: dict):
     w = torch.where(torch.isfinite(m), torch.exp(m - bs), torch.zeros_like(m))
     tot = (l * w).sum(0)
     o = (acc * w.unsqueeze(-1)).sum(0)
-    ok = tot > 0
+    ok = tot != 0
     out = torch.where(ok.unsqueeze(-1), o / torch.where(ok, tot, torch.ones_like(tot)).unsqueeze(-1), torch.zeros_like(o))
     lse = torch.where(ok, bs + torch.log(torch.where(ok, tot, torch.ones_like(tot))), torch.full_like(tot, float("-inf")))
     return out, lse
