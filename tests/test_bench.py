@@ -390,7 +390,8 @@ def test_rel_rms_target_counts_our_kernels_not_the_peers(tmp_path):
     d = tmp_path / "benchmarks" / "checks"
     d.mkdir(parents=True)
     case = t.cases[0] + "-decode-r1-c32k"
-    lines = [dict(kind="env", interpreter=False, time_utc="2026-12-04T00:00:00Z"),
+    h200 = "NVIDIA H200"
+    lines = [dict(kind="env", interpreter=False, time_utc="2026-12-04T00:00:00Z", device_name=h200),
              dict(kind="case", gate="sparse_int8/gluon", case=case, rel_rms=1.65e-3),
              dict(kind="case", gate="sparse_int8/torch_dequant_sdpa", case=case, rel_rms=7.1e-3),
              dict(kind="case", gate="sparse_int8/triton", case=t.cases[0] + "-decode-r8-q8x", rel_rms=9e-3)]
@@ -398,7 +399,12 @@ def test_rel_rms_target_counts_our_kernels_not_the_peers(tmp_path):
     _, path, worst, low, n = _rel_rms(tmp_path, t)
     assert (worst, low, n) == (1.65e-3, 1.65e-3, 1) and path.name == "check-sparse_int8-h200-x.jsonl"
     # a newer run of a gate that forces an option off the rule is not the kernels as dispatched: not counted
-    newer = [dict(kind="env", interpreter=False, time_utc="2026-12-05T00:00:00Z"),
+    newer = [dict(kind="env", interpreter=False, time_utc="2026-12-05T00:00:00Z", device_name=h200),
              dict(kind="case", gate="sparse_int8/gluon_overlap", case=case, rel_rms=1.62e-3)]
     (d / "check-sparse_int8-gluon_overlap-h200-y.jsonl").write_text("\n".join(json.dumps(x) for x in newer) + "\n")
+    assert _rel_rms(tmp_path, t)[1].name == "check-sparse_int8-h200-x.jsonl"
+    # a newer run of the dispatched gate on another card is not a figure against the targets' GPU: not counted
+    other = [dict(kind="env", interpreter=False, time_utc="2026-12-06T00:00:00Z", device_name="NVIDIA H100 80GB HBM3"),
+             dict(kind="case", gate="sparse_int8/gluon", case=case, rel_rms=1.61e-3)]
+    (d / "check-sparse_int8-gluon-h100-z.jsonl").write_text("\n".join(json.dumps(x) for x in other) + "\n")
     assert _rel_rms(tmp_path, t)[1].name == "check-sparse_int8-h200-x.jsonl"

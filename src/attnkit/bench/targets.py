@@ -2,10 +2,10 @@
 
 `attnkit report` renders `target_table(family)` into the README: each target with its bound, how many of its cases
 meet it, and each case's figure (median [p20–p80]) from the newest artifact under `benchmarks/results/` that
-measured it (accuracy: the newest GPU gate run under `benchmarks/checks/`). A case no artifact measured reads "not
-measured"; a provider of ours that failed there reads "failed" and counts as not met; a case where the peer of
-a comparison failed (FlexAttention does not compile some shapes) reads "not comparable" and is not counted. Nothing
-here is timed.
+measured it (accuracy: the newest GPU gate run under `benchmarks/checks/`), on the targets' GPU (`TARGET_GPU`)
+only. A case no artifact measured reads "not measured"; a provider of ours that failed there reads "failed" and
+counts as not met; a case where the peer of a comparison failed (FlexAttention does not compile some shapes) reads
+"not comparable" and is not counted. Nothing here is timed.
 
 Measures (all from one artifact per case):
   median       a provider's median µs
@@ -37,6 +37,15 @@ class Target:
     den: str | None = None  # paired: the denominator provider
     unit: str = "x"
     gates: tuple = ()  # rel_rms: the gates whose cases count (empty: every gate of ours)
+
+
+# The GPU the targets are stated for: only its artifacts count against them (other cards' runs, e.g. an H100's
+# correctness checks, are evidence of their own, not figures against these bounds).
+TARGET_GPU = "H200"
+
+
+def on_target_gpu(env: dict) -> bool:
+    return TARGET_GPU in (env.get("device_name") or "")
 
 
 def _t(family, what, measure, bound, sense, cases, provider, den=None, unit="x", gates=()):
@@ -153,9 +162,12 @@ def _value(t: Target, art: dict, case):
 
 
 def _newest(arts, t: Target, case):
-    """The newest artifact (by its env time, then file name) that holds target t's figure on `case`."""
+    """The newest artifact (by its env time, then file name) on the targets' GPU that holds target t's figure on
+    `case`."""
     best = None
     for p, a in arts:
+        if not on_target_gpu(a.get("env", {})):
+            continue
         v = _value(t, a, case)
         if v is None:
             continue
@@ -168,7 +180,7 @@ def _newest(arts, t: Target, case):
 def _rel_rms(root: Path, t: Target):
     """(worst rel_rms, best, file, n) over the model-like cases (no q8x / vscale) of our kernels' gates (not the
     peers': a peer's error is not ours; t.gates, where given: those gates only) in the newest GPU gate run of this
-    family that holds them; None if none."""
+    family on the targets' GPU that holds them; None if none."""
     from ..gate.registry import gates
     peers = {g.name for g in gates(t.family) if g.kind == "peer"}
     best = None
@@ -184,7 +196,7 @@ def _rel_rms(root: Path, t: Target):
                   and "vscale" not in d["case"] and d.get("rel_rms") is not None and not d.get("perturbation")
                   and d.get("gate") not in peers and (not t.gates or d.get("gate") in t.gates)):
                 vals.append(d["rel_rms"])
-        if env is None or env.get("interpreter") or not vals:
+        if env is None or env.get("interpreter") or not on_target_gpu(env) or not vals:
             continue
         key = (env.get("time_utc", ""), p.name)
         if best is None or key > best[0]:
