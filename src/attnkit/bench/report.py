@@ -209,11 +209,11 @@ def kernel_table(family: str) -> str:
 
 
 def family_section(family: str, latest: dict, root: Path, fig: str | None, arts=None) -> str:
-    from .targets import target_table
+    from .targets import TARGET_GPU, target_table
     parts = [kernel_table(family), ""]
     if arts is not None:
-        parts += ["Targets (`attnkit/bench/targets.py`), each case's figure from the newest artifact that measured it:",
-                  "", target_table(family, arts, root), ""]
+        parts += [f"Targets (`attnkit/bench/targets.py`), each case's figure from the newest {TARGET_GPU} artifact "
+                  "that measured it:", "", target_table(family, arts, root), ""]
     if family in latest:
         for p, a, ks in latest[family]:
             parts.append(bench_table(family, p, a, root, only=ks))
