@@ -10,7 +10,7 @@ import attnkit.ops  # noqa: F401
 from attnkit import reference as R
 from attnkit.gate.specs import relbias_kernel_call
 from attnkit.relbias import relbias_attention
-from attnkit.testing import compare, shapes, unwritten
+from attnkit.testing import compare, nan_rows, shapes, unwritten
 from attnkit.testing.baselines import relbias_baseline
 from attnkit.testing.inputs import make_inputs
 from attnkit.testing.opcheck import check_custom_op
@@ -624,15 +624,6 @@ def test_keys_past_the_last_sequence_never_reach_the_result(case_id, opts, valid
     assert torch.equal(zero[0], bad[0]) and torch.equal(zero[1], bad[1])
 
 
-def _nan_rows(out, lse):
-    """Per (query row, head): whether the row is NaN. A NaN row must be NaN whole (every dim and its LSE)."""
-    o = out.float().cpu()
-    rows = torch.isnan(o).any(-1)
-    assert torch.equal(rows, torch.isnan(o).all(-1)), "a row NaN in some dims only"
-    assert torch.equal(rows, torch.isnan(lse.cpu())), "NaN rows and NaN LSE differ"
-    return rows
-
-
 @pytest.mark.parametrize("case_id, opts", _PAST_END_ROUTES, ids=[f"{c}-{o}" for c, o in _PAST_END_ROUTES])
 def test_a_nan_key_makes_every_row_that_sees_it_nan(case_id, opts, device):
     """The value checks do not scan k and v (docs/relbias.md), so a NaN key inside a sequence reaches the kernels:
@@ -652,10 +643,10 @@ def test_a_nan_key_makes_every_row_that_sees_it_nan(case_id, opts, device):
     except ValueError as e:  # a route this device cannot run (the Gluon kernels off sm_90), or not for this shape
         pytest.skip(f"not a route here: {e}")
     bad = relbias_kernel_call(dict(inp, k=k), **opts)
-    want = _nan_rows(*relbias_oracle(dict(inp, k=k)))
-    got = _nan_rows(*bad)
+    want = nan_rows(*relbias_oracle(dict(inp, k=k)))
+    got = nan_rows(*bad)
     assert want.any() and not want.all()
     assert torch.equal(got, want)
-    keep = ~got.cpu()
+    keep = ~got
     assert torch.equal(bad[0].cpu()[keep], clean[0].cpu()[keep])
     assert torch.equal(bad[1].cpu()[keep], clean[1].cpu()[keep])

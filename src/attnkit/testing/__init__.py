@@ -2,7 +2,7 @@
 compare rule, and the custom-op checker."""
 
 from . import shapes
-from .compare import FACTOR, Comparison, compare, error_stats, poison_, unwritten
+from .compare import FACTOR, Comparison, compare, error_stats, nan_rows, poison_, unwritten
 from .inputs import make_inputs
 
-__all__ = ["shapes", "compare", "Comparison", "FACTOR", "error_stats", "poison_", "unwritten", "make_inputs"]
+__all__ = ["shapes", "compare", "Comparison", "FACTOR", "error_stats", "nan_rows", "poison_", "unwritten", "make_inputs"]

@@ -46,6 +46,16 @@ def unwritten(t: torch.Tensor) -> int:
     return int((t.view(torch.uint8) == _POISON_BYTE).sum())
 
 
+def nan_rows(out: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+    """Per output row (all axes but the last): whether it is NaN, on the CPU. A NaN row must be NaN whole: every
+    dim of out and its LSE (asserted)."""
+    o = out.float().cpu()
+    rows = torch.isnan(o).any(-1)
+    assert torch.equal(rows, torch.isnan(o).all(-1)), "a row NaN in some dims only"
+    assert torch.equal(rows, torch.isnan(lse.cpu())), "NaN rows and NaN LSE differ"
+    return rows
+
+
 def error_stats(x: torch.Tensor, ref: torch.Tensor):
     """(relative RMS error, max-abs error) of x against ref, in fp64; NaN-aware (NaN -> inf)."""
     d = x.to(torch.float64) - ref.to(torch.float64)
