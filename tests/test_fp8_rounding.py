@@ -44,3 +44,20 @@ def test_round_bf16_matches_torch_cast(device):
     y = torch.empty(x.shape, dtype=torch.bfloat16, device=device)
     _bf16_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
     assert torch.equal(y.view(torch.int16).cpu(), x.to(torch.bfloat16).view(torch.int16).cpu())
+
+
+def test_round_bf16_keeps_nan_and_infinity(device):
+    """NaN stays NaN, whatever its payload and sign (the GPU's own NaN is 0x7FFFFFFF, where a carry out of the
+    rounding add gave -0.0, and a NaN of payload 1 gave infinity); infinities and the largest finite values that round
+    up to infinity are bits of torch's cast."""
+    nan_bits = torch.tensor([0x7FFFFFFF, 0x7FC00000, 0x7F800001, 0x7FBFFFFF, -1, -0x400000, -0x7FFFFF],
+                            dtype=torch.int32)
+    edge = torch.tensor([float("inf"), float("-inf"), 3.4028235e38, -3.4028235e38, 3.3961775e38], dtype=torch.float32)
+    x = torch.cat([nan_bits.view(torch.float32), edge]).to(device)
+    y = torch.empty(x.shape, dtype=torch.bfloat16, device=device)
+    _bf16_kernel[(1,)](x, y, x.numel(), BLOCK=16)
+    y = y.cpu()
+    n = nan_bits.numel()
+    assert torch.isnan(y[:n]).all(), y[:n].view(torch.int16)
+    assert torch.equal(torch.signbit(y[:n]), nan_bits < 0)
+    assert torch.equal(y[n:].view(torch.int16), edge.to(torch.bfloat16).view(torch.int16))

@@ -3,7 +3,8 @@
 Triton 3.6's interpreter converts fp32 to bf16 by truncation (and mangles subnormals); the GPU
 rounds to nearest even. A kernel that stores a bf16 output converts with ``to_bf16``, which rounds to
 nearest even with integer operations on the bits and reinterprets the top half as bf16: the same bits
-everywhere, subnormals included.
+everywhere, subnormals included. A NaN stays a NaN (its sign kept, quieted): the carry of the rounding add would
+turn the GPU's NaN 0x7FFFFFFF into -0.0 and a NaN of small payload into infinity.
 """
 
 import triton
@@ -12,10 +13,12 @@ import triton.language as tl
 
 @triton.jit
 def to_bf16(x):
-    """fp32 x -> bf16, round to nearest even, by bits (identical in the interpreter and on a GPU)."""
+    """fp32 x -> bf16, round to nearest even, by bits (identical in the interpreter and on a GPU); NaN -> NaN."""
     bits = x.to(tl.int32, bitcast=True)
-    bits = bits + 0x7FFF + ((bits >> 16) & 1)
-    return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    is_nan = (bits & 0x7FFFFFFF) > 0x7F800000  # on the bits: a float compare could be folded away
+    top = tl.where(is_nan, (bits >> 16) | 0x40, rounded)
+    return top.to(tl.int16).to(tl.bfloat16, bitcast=True)
 
 
 @triton.jit
