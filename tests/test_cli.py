@@ -93,14 +93,14 @@ def test_merged_shards_fail_when_any_shard_fails_and_catch_when_any_catches():
     assert merged.status == "fail" and "1 case(s) failed" in merged.reason and "power check not caught" in merged.reason
 
 
-def test_a_case_that_ran_out_of_gpu_memory_runs_again_alone():
+def test_a_case_that_ran_out_of_gpu_memory_runs_again_alone(device):
     """attnkit check --jobs: a case whose record says it ran out of GPU memory (several shards sharing the GPU) runs
     again, alone, with the same seed: its record replaced and marked, its gate settled again; a case that failed on
     its answer is not run again, and a second out-of-memory would stay a failure."""
     from attnkit.gate.registry import gates
     from attnkit.gate.runner import _settle, out_of_memory, rerun_out_of_memory, run_gate
-    gate = next(g for g in gates("merge") if g.available("cpu")[0])
-    res = run_gate(gate, "cpu", "smoke", 5)
+    gate = next(g for g in gates("merge") if g.available(device)[0])
+    res = run_gate(gate, device, "smoke", 5)
     assert res.status == "pass" and len(res.cases) >= 2
     first, second = dict(res.cases[0]), dict(res.cases[1])
     res.cases[0].update(status="fail", ok=False, reason="OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB")
@@ -108,13 +108,13 @@ def test_a_case_that_ran_out_of_gpu_memory_runs_again_alone():
     res = _settle(res, "smoke")
     assert res.status == "fail" and out_of_memory(res.cases[0]) and not out_of_memory(res.cases[1])
     said = []
-    assert rerun_out_of_memory([[res]], "smoke", 5, "cpu", log=said.append) == 1
+    assert rerun_out_of_memory([[res]], "smoke", 5, device, log=said.append) == 1
     assert res.cases[0]["rerun_alone"] and res.cases[0]["status"] == "pass"
     assert res.cases[0]["worst_ratio"] == first["worst_ratio"]  # the same inputs: the same seed
     assert res.cases[1]["status"] == "fail" and "rerun_alone" not in res.cases[1]
     assert res.status == "fail" and len(said) == 1 and first["case"] in said[0]
     res.cases[1] = second
-    assert rerun_out_of_memory([[res]], "smoke", 5, "cpu") == 0 and res.status == "fail"  # settled only on a rerun
+    assert rerun_out_of_memory([[res]], "smoke", 5, device) == 0 and res.status == "fail"  # settled only on a rerun
     assert _settle(res, "smoke").status == "pass"
 
 

@@ -291,7 +291,7 @@ def test_gluon_only_option(option, monkeypatch, device):
             sparse_int8_attention(*_args(i), scale=i["scale"], gluon=False)
 
 
-def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypatch):
+def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypatch, device):
     """Where the Gluon kernel would run (gluon_runs forced true, so the CPU configures what an sm_90 GPU would),
     gluon_v_regs with gluon_overlap raises a ValueError naming gluon_v_regs; each alone configures the Gluon launch
     with its switch set (so the refusal is the pair's, not either option's). The rule for gluon_v_regs unasked: on,
@@ -301,7 +301,7 @@ def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypa
     from attnkit.sparse_int8 import interface
     from attnkit.sparse_int8.kernel_gluon import sparse_int8_gluon_kernel
     monkeypatch.setattr(interface, "gluon_runs", lambda device: True)
-    i = _inp("cpu", "sparse_int8-decode-r8-g12-n2112")
+    i = _inp(device, "sparse_int8-decode-r8-g12-n2112")
     rest = list(inspect.signature(interface._configure).parameters)[6:]
 
     def configure(**kw):
