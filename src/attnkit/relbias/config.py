@@ -378,7 +378,7 @@ GLUON_BIAS_PAIRS = Switch("gluon_bias_pairs", "ATTNKIT_RELBIAS_GLUON_BIAS_PAIRS"
 # Timed on the H200 at 163b812 (benchmarks/sweeps/h200-163b812/sweep-relbias-gluon-ws-ahead.json, 5 rounds, paired
 # ahead / without): prefill 8K global 0.975 [0.975-0.976] (2208 against 2264 us in that run), 8 chunks of 128 rows
 # against 8K keys 0.918 [0.909-0.921] (575 against 623); on the window-1024 case forced onto the warp-specialized
-# kernel 1.004 (the rule keeps that case on the one-warpgroup kernel). Beside cuDNN in the same session
+# kernel 1.004 (the rule keeps that case on the one-warpgroup kernel). Beside cuDNN on the same machine
 # (benchmarks/experiments/relbias-ahead-prefill-8k-h200-163b812.json, 7 rounds): 8K global 2058 against 1739 us,
 # paired 1.184 [1.181-1.186] (1.22 without it). Gate relbias/gluon_fwd_ws_ahead passed there, every perturbation
 # caught; the same-bits GPU tests passed. So the rule: on wherever the warp-specialized kernel runs with the bias
