@@ -366,6 +366,32 @@ def test_mxfp8_output_matches_the_rounding_rule_and_leaves_padding_untouched(dev
     assert (deq.cpu() - out.float().cpu()).abs().max() <= out.float().abs().max().cpu() * 2 ** -3
 
 
+def test_mxfp8_output_keeps_nan_as_the_nan_code(device):
+    """A NaN row (a NaN in a record, the NaN tests below) quantized to MXFP8: every NaN value is the e4m3 NaN code
+    (sign kept) and leaves its block's amax, so a block's other values keep the codes the rule gives them; against
+    the oracle's encoder, byte for byte. Before, the GPU's min / max dropped the NaN operand and a NaN row came out as
+    finite codes at scale 2^-127, and a NaN beside finite values set the block's scale wrong."""
+    from attnkit.mqa_decode.kernel_mxfp8 import mxfp8_out_kernel
+    from attnkit.reference.mqa_decode import encode_fp8_record
+    T, H, H_pad = 2, 3, 4
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(T * H, 512, generator=g) * 30
+    x[0] = float("nan")  # a whole NaN row
+    x[1, 5] = float("nan")  # NaNs beside finite values, one of them the block's largest
+    x[1, 40] = -float("nan")
+    x[1, 41] = 1000.0
+    x[4, 64:96] = float("nan")  # a whole block
+    x[5, 511] = -float("nan")
+    q8 = torch.full((T, H_pad, 512), 0x5A, dtype=torch.uint8, device=device)
+    sc = torch.full((T, H_pad, 16), 0xA5, dtype=torch.uint8, device=device)
+    mxfp8_out_kernel[(T * H,)](x.to(device), q8, sc, H, H_pad)
+    rec = encode_fp8_record(x).view(T, H, 528)
+    nan = torch.isnan(x).view(T, H, 512)
+    assert torch.equal(rec[..., :512][nan] & 0x7F, torch.full_like(rec[..., :512][nan], 0x7F))
+    assert torch.equal(q8[:, :H].cpu(), rec[..., :512]) and torch.equal(sc[:, :H].cpu(), rec[..., 512:])
+    assert (q8[:, H:] == 0x5A).all() and (sc[:, H:] == 0xA5).all()
+
+
 @pytest.mark.parametrize("kernel", ["headpad", "swapab"])
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
 def test_one_visible_slot_returns_its_record_exactly(kernel, fmt, device):

@@ -2,7 +2,8 @@
 [T, H_pad, 512] / [T, H_pad, 16], live heads only (padding heads' bytes are never touched).
 
 Rounding rule: the fp8 record writer's (kernel_write.quant_fp8_pairs): per 32-dim block the smallest
-power of two keeping amax within 448, values rounded to nearest even. Oracle: the reference encoder
+power of two keeping amax within 448, values rounded to nearest even; a NaN value is the e4m3 NaN code (sign kept)
+and does not count in its block's amax. Oracle: the reference encoder
 attnkit.reference.mqa_decode.encode_fp8_record applied to the output rows; tests/test_mqa_decode.py.
 """
 

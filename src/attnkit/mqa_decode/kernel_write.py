@@ -130,10 +130,15 @@ def quant_fp8_pairs(ra, rb):
     """512 values given as even dims ra [256] and odd dims rb [256] (fp32) -> e4m3 codes of both [256]
     (uint8) and the 16 block exponents e (int32): the scale of a 32-dim block is the smallest power of two
     2^e keeping its amax within 448 (e in [-127, 127], -127 for a zero block), values rounded to nearest
-    even on the e4m3 grid."""
+    even on the e4m3 grid. A NaN value is the e4m3 NaN code (0x7F, its sign kept) and does not count in its
+    block's amax, so the block's other values keep their codes (on a GPU a min / max drops a NaN operand: it
+    would otherwise come out as a finite code, silently)."""
     a2 = tl.reshape(ra, (16, 16))
     b2 = tl.reshape(rb, (16, 16))
-    amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [16] blocks of 32 dims
+    na = _is_nan(a2)
+    nb = _is_nan(b2)
+    amax = tl.maximum(tl.max(tl.where(na, 0.0, tl.abs(a2)), 1),
+                      tl.max(tl.where(nb, 0.0, tl.abs(b2)), 1))  # [16] blocks of 32 dims, NaN left out
     ea = frexp_exp(amax)
     mant = ldexp(amax, -ea)  # in [1, 2)
     e = tl.where(mant <= 1.75, ea - 8, ea - 7)  # smallest 2^e with amax <= 448 * 2^e (448 = 1.75 * 2^8)
@@ -141,6 +146,20 @@ def quant_fp8_pairs(ra, rb):
     e = tl.minimum(tl.maximum(e, -127), 127)
     va = tl.minimum(tl.maximum(ldexp(a2, -e[:, None]), -448.0), 448.0)
     vb = tl.minimum(tl.maximum(ldexp(b2, -e[:, None]), -448.0), 448.0)
-    qa = tl.reshape(round_e4m3(va).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
-    qb = tl.reshape(round_e4m3(vb).to(tl.float8e4nv).to(tl.uint8, bitcast=True), (256,))
+    qa = round_e4m3(va).to(tl.float8e4nv).to(tl.uint8, bitcast=True)
+    qb = round_e4m3(vb).to(tl.float8e4nv).to(tl.uint8, bitcast=True)
+    qa = tl.reshape(tl.where(na, _e4m3_nan(a2), qa), (256,))
+    qb = tl.reshape(tl.where(nb, _e4m3_nan(b2), qb), (256,))
     return qa, qb, e
+
+
+@triton.jit
+def _is_nan(x):
+    """fp32 NaN test on the bits (a float compare x != x could be folded away)."""
+    return (x.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
+
+
+@triton.jit
+def _e4m3_nan(x):
+    """The e4m3fn NaN code with x's sign: 0xFF for a negative sign bit, else 0x7F (uint8)."""
+    return tl.where(x.to(tl.int32, bitcast=True) < 0, 0xFF, 0x7F).to(tl.uint8)

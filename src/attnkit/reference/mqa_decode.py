@@ -83,9 +83,11 @@ def _round_to_table(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
 
 
 def encode_e4m3(x: torch.Tensor) -> torch.Tensor:
-    """Round to nearest even e4m3fn, saturating at +-448; returns uint8 codes."""
-    x = x.to(F64).clamp(-E4M3_MAX, E4M3_MAX)
-    code = _round_to_table(x, E4M3_VALUES)
+    """Round to nearest even e4m3fn, saturating at +-448; returns uint8 codes. NaN is the NaN code 0x7F, its
+    sign kept."""
+    x = x.to(F64)
+    nan = torch.isnan(x)
+    code = torch.where(nan, 0x7F, _round_to_table(torch.where(nan, 0.0, x).clamp(-E4M3_MAX, E4M3_MAX), E4M3_VALUES))
     sign = (torch.signbit(x)).to(torch.long) << 7
     return (code | sign).to(torch.uint8)
 
@@ -129,9 +131,10 @@ def pow2_block_exponent(amax: torch.Tensor, vmax: float = E4M3_MAX) -> torch.Ten
 
 
 def encode_fp8_record(x: torch.Tensor) -> torch.Tensor:
-    """[..., 512] float -> [..., 528] uint8 (the writer's rounding rule, see module doc)."""
+    """[..., 512] float -> [..., 528] uint8 (the writer's rounding rule, see module doc; a NaN value is the NaN
+    code and does not count in its block's amax)."""
     xb = x.to(F64).reshape(*x.shape[:-1], MQA_DIM // FP8_BLOCK, FP8_BLOCK)
-    e = pow2_block_exponent(xb.abs().amax(-1))
+    e = pow2_block_exponent(torch.where(torch.isnan(xb), 0.0, xb.abs()).amax(-1))
     codes = encode_e4m3(xb / torch.exp2(e).unsqueeze(-1)).reshape(*x.shape[:-1], MQA_DIM)
     return torch.cat([codes, (e + UE8M0_BIAS).to(torch.uint8)], dim=-1)
 
