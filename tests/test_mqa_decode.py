@@ -369,8 +369,9 @@ def test_mxfp8_output_matches_the_rounding_rule_and_leaves_padding_untouched(dev
 def test_mxfp8_output_keeps_nan_as_the_nan_code(device):
     """A NaN row (a NaN in a record, the NaN tests below) quantized to MXFP8: every NaN value is the e4m3 NaN code
     (sign kept) and leaves its block's amax, so a block's other values keep the codes the rule gives them; against
-    the oracle's encoder, byte for byte. Before, the GPU's min / max dropped the NaN operand and a NaN row came out as
-    finite codes at scale 2^-127, and a NaN beside finite values set the block's scale wrong."""
+    the oracle's encoder, byte for byte. Before, a NaN row came out as finite codes (0x7C in the interpreter; on a GPU,
+    whose min / max return the other operand of a NaN, the clamp's bound), and a NaN beside finite values set its
+    block's scale wrong."""
     from attnkit.mqa_decode.kernel_mxfp8 import mxfp8_out_kernel
     from attnkit.reference.mqa_decode import encode_fp8_record
     T, H, H_pad = 2, 3, 4

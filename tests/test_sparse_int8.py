@@ -292,7 +292,7 @@ def test_gluon_only_option(option, monkeypatch, device):
 
 
 def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypatch, device):
-    """Where the Gluon kernel would run (gluon_runs forced true, so the CPU configures what an sm_90 GPU would),
+    """Where the Gluon kernel would run (gluon_runs forced true, so any machine configures what an sm_90 GPU would),
     gluon_v_regs with gluon_overlap raises a ValueError naming gluon_v_regs; each alone configures the Gluon launch
     with its switch set (so the refusal is the pair's, not either option's). The rule for gluon_v_regs unasked: on,
     and off when gluon_overlap is on (by keyword or environment), which needs the bf16 value tile."""
