@@ -44,6 +44,25 @@ def test_writer_matches_oracle_byte_for_byte(fp8, block, device):
     assert torch.equal(_bytes(a["v_cache"].cpu()), _bytes(ref_v))
 
 
+def test_fp8_writer_keeps_nan_as_the_nan_code(device):
+    """With the value checks off (validate=False; on, a non-finite k_new or v_new is refused), an fp8 cache stores a
+    NaN as torch's cast does, the NaN code with its sign, and an infinity as +-448: byte for byte the oracle's. Before,
+    the clamp turned a NaN into a finite code (0x7C in the interpreter; on a GPU, whose min / max return the other
+    operand of a NaN, -448)."""
+    a = _setup(device, True)
+    for t in (a["k_new"], a["v_new"]):
+        t[0, 0, :4] = torch.tensor([float("nan"), -float("nan"), float("inf"), -float("inf")])
+    t = a["k_new"]
+    t[-1, -1, -1] = -float("nan")
+    ref_k, ref_v = write_kv_ref(**{n: (t.cpu() if isinstance(t, torch.Tensor) else t) for n, t in a.items()})
+    assert (torch.isnan(ref_k.float()).sum(), torch.isnan(ref_v.float()).sum()) == (3, 2)
+    relbias_write_kv(**a, validate=False)
+    assert torch.equal(_bytes(a["k_cache"].cpu()), _bytes(ref_k))
+    assert torch.equal(_bytes(a["v_cache"].cpu()), _bytes(ref_v))
+    with pytest.raises(ValueError, match="k_new"):
+        relbias_write_kv(**a)
+
+
 def test_writer_off_by_one_is_caught(device):
     a = _setup(device, False)
     ref_k, _ = write_kv_ref(**{n: (t.cpu() if isinstance(t, torch.Tensor) else t) for n, t in a.items()})

@@ -25,3 +25,17 @@ def round_e4m3(x):
     # keep x's sign (a negative value that rounds to zero is -0, as torch's cast gives)
     sign = bits & -2147483648
     return (r.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def is_nan(x):
+    """fp32 NaN test on the bits (a float compare x != x could be folded away). On a GPU a min / max returns the
+    other operand of a NaN, so a clamp alone turns a NaN into a finite bound: a writer keeps NaN by this test."""
+    return (x.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
+
+
+@triton.jit
+def e4m3_nan_code(x):
+    """The e4m3fn NaN code with fp32 x's sign (torch's cast of a NaN): 0xFF for a negative sign bit, else 0x7F
+    (uint8)."""
+    return tl.where(x.to(tl.int32, bitcast=True) < 0, 0xFF, 0x7F).to(tl.uint8)

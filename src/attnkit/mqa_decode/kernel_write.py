@@ -16,7 +16,7 @@ Oracle     attnkit.reference.mqa_decode.mqa_write_ref; tests/test_mqa_writer.py 
 import triton
 import triton.language as tl
 
-from .._triton.fp8 import round_e4m3
+from .._triton.fp8 import e4m3_nan_code, is_nan, round_e4m3
 from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 from .._triton.pow2 import frexp_exp, ldexp
 from .._triton.rounding import bf16_to_f32
@@ -135,8 +135,8 @@ def quant_fp8_pairs(ra, rb):
     would otherwise come out as a finite code, silently)."""
     a2 = tl.reshape(ra, (16, 16))
     b2 = tl.reshape(rb, (16, 16))
-    na = _is_nan(a2)
-    nb = _is_nan(b2)
+    na = is_nan(a2)
+    nb = is_nan(b2)
     amax = tl.maximum(tl.max(tl.where(na, 0.0, tl.abs(a2)), 1),
                       tl.max(tl.where(nb, 0.0, tl.abs(b2)), 1))  # [16] blocks of 32 dims, NaN left out
     ea = frexp_exp(amax)
@@ -148,18 +148,6 @@ def quant_fp8_pairs(ra, rb):
     vb = tl.minimum(tl.maximum(ldexp(b2, -e[:, None]), -448.0), 448.0)
     qa = round_e4m3(va).to(tl.float8e4nv).to(tl.uint8, bitcast=True)
     qb = round_e4m3(vb).to(tl.float8e4nv).to(tl.uint8, bitcast=True)
-    qa = tl.reshape(tl.where(na, _e4m3_nan(a2), qa), (256,))
-    qb = tl.reshape(tl.where(nb, _e4m3_nan(b2), qb), (256,))
+    qa = tl.reshape(tl.where(na, e4m3_nan_code(a2), qa), (256,))
+    qb = tl.reshape(tl.where(nb, e4m3_nan_code(b2), qb), (256,))
     return qa, qb, e
-
-
-@triton.jit
-def _is_nan(x):
-    """fp32 NaN test on the bits (a float compare x != x could be folded away)."""
-    return (x.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
-
-
-@triton.jit
-def _e4m3_nan(x):
-    """The e4m3fn NaN code with x's sign: 0xFF for a negative sign bit, else 0x7F (uint8)."""
-    return tl.where(x.to(tl.int32, bitcast=True) < 0, 0xFF, 0x7F).to(tl.uint8)

@@ -5,7 +5,8 @@ Computes   k_cache[page(b, p), p % PAGE, g, :] = k_new[i, g, :] (likewise v) for
 Contract   k_new, v_new [total_new, Hkv, D] bf16/fp16; caches [num_blocks, PAGE, Hkv, D] of the same dtype,
            or float8_e4m3fn with per-KV-head fp32 scales (stored = value / scale).
 Numerics   fp8: x / scale in fp32, clamped to +-448, rounded to nearest even e4m3 (torch's cast) by
-           attnkit._triton.fp8.round_e4m3, identical in the interpreter and on a GPU.
+           attnkit._triton.fp8.round_e4m3, identical in the interpreter and on a GPU; a NaN (written with
+           validate=False) is the NaN code with its sign, as torch's cast gives.
 Dispatch   attnkit.relbias.interface.relbias_write_kv, one program per new token and KV head.
 Oracle     attnkit.reference.relbias.write_kv_ref; tests/test_relbias_writer.py (byte-exact).
 """
@@ -13,7 +14,7 @@ Oracle     attnkit.reference.relbias.write_kv_ref; tests/test_relbias_writer.py 
 import triton
 import triton.language as tl
 
-from .._triton.fp8 import round_e4m3
+from .._triton.fp8 import e4m3_nan_code, is_nan, round_e4m3
 from .._triton.pdl import pdl_entry
 
 
@@ -41,10 +42,14 @@ def relbias_write_kv_kernel(KN, VN, KC, VC, CU_NEW, SEQUSED, BLOCK_TABLE, K_SCAL
     k = tl.load(KN + src)
     v = tl.load(VN + src)
     if FP8:
-        kf = tl.minimum(tl.maximum(k.to(tl.float32) / tl.load(K_SCALE + g), -448.0), 448.0)
-        vf = tl.minimum(tl.maximum(v.to(tl.float32) / tl.load(V_SCALE + g), -448.0), 448.0)
-        tl.store(KC + dst, round_e4m3(kf).to(KC.dtype.element_ty))
-        tl.store(VC + dst, round_e4m3(vf).to(VC.dtype.element_ty))
+        kx = k.to(tl.float32)
+        vx = v.to(tl.float32)
+        kf = tl.minimum(tl.maximum(kx / tl.load(K_SCALE + g), -448.0), 448.0)
+        vf = tl.minimum(tl.maximum(vx / tl.load(V_SCALE + g), -448.0), 448.0)
+        kq = tl.where(is_nan(kx), e4m3_nan_code(kx), round_e4m3(kf).to(tl.float8e4nv).to(tl.uint8, bitcast=True))
+        vq = tl.where(is_nan(vx), e4m3_nan_code(vx), round_e4m3(vf).to(tl.float8e4nv).to(tl.uint8, bitcast=True))
+        tl.store(KC + dst, kq.to(KC.dtype.element_ty, bitcast=True))
+        tl.store(VC + dst, vq.to(VC.dtype.element_ty, bitcast=True))
     else:
         tl.store(KC + dst, k)
         tl.store(VC + dst, v)
