@@ -1522,7 +1522,8 @@ def test_a_nan_record_value_makes_every_row_that_reads_it_nan(case, kernel, opts
     """Records are not scanned by the value checks (they are bytes the writer wrote), so a NaN there (the e4m3
     pattern 0x7F in a window record's value byte) reaches the kernels: every (token, head) whose lists hold that
     slot comes out NaN, output and LSE, as the fp64 oracle says, and every other keeps the bits of the call without
-    it. Before, the merges took a NaN denominator for an empty row (0 and LSE -inf): a plausible answer."""
+    it; the MXFP8 output of the same call is NaN codes on those rows and no other. Before, the merges took a NaN
+    denominator for an empty row (0 and LSE -inf): a plausible answer."""
     from attnkit._runtime import interpreting
     if interpreting():
         pytest.skip("Triton's interpreter decodes the e4m3 NaN pattern 0x7F as 480 (the GPU as NaN)")
@@ -1543,3 +1544,11 @@ def test_a_nan_record_value_makes_every_row_that_reads_it_nan(case, kernel, opts
     keep = ~got
     assert torch.equal(bad[0].cpu()[keep], clean[0].cpu()[keep])
     assert torch.equal(bad[1].cpu()[keep], clean[1].cpu()[keep])
+    # the MXFP8 output of the same call: a NaN row is NaN codes (their sign apart), and no other row holds one
+    T, H_pad, H = inp["q"].shape[0], inp["q"].shape[1], inp["num_heads"]
+    q8 = torch.full((T, H_pad, 512), 0x5A, dtype=torch.uint8, device=device)
+    sc = torch.full((T, H_pad, 16), 0xA5, dtype=torch.uint8, device=device)
+    mqa_headpad_call(bad_inp, kernel=kernel, out_fp8=q8.view(torch.float8_e4m3fn), out_scale=sc, **opts)
+    codes = q8[:, :H].cpu() & 0x7F
+    assert (codes[got] == 0x7F).all() and not (codes[keep] == 0x7F).any()
+    assert (q8[:, H:] == 0x5A).all() and (sc[:, H:] == 0xA5).all()
