@@ -138,6 +138,32 @@ def test_merged_shards_of_a_stopped_run_are_incomplete_not_passed():
     assert x.status == "pass"
 
 
+def test_a_stopped_run_counts_its_out_of_memory_cases_as_not_run():
+    """A stopped run does not rerun the cases that ran out of GPU memory beside the other shards, so they settle
+    nothing: their gate is "incomplete", its reason naming them, not "fail" (no answer was wrong); a case that failed
+    on its answer still fails the gate, and an out-of-memory case already run again alone stays a failure."""
+    from attnkit.gate.runner import GateResult, merge_shards
+    ok = dict(status="pass", ok=True, group="g")
+    oom = dict(status="fail", ok=False, group="g", reason="OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB")
+    order = {"x": ["c0", "c1", "c2"]}
+    stop = {3: "running y d0"}
+    x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **ok), dict(case="c1", **oom),
+                                                         dict(case="c2", **ok)])]], "smoke", order, stopped=stop)
+    assert x.status == "incomplete" and "1 case(s) ran out of GPU memory" in x.reason and "failed" not in x.reason
+    wrong = dict(status="fail", ok=False, group="g", reason="max error 3.0 > bound")
+    x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **wrong), dict(case="c1", **oom)])]],
+                      "smoke", order, stopped=stop)
+    assert x.status == "fail" and x.reason.startswith("1 case(s) failed") and "out of GPU memory" in x.reason
+    assert "1 case(s) not run" in x.reason
+    again = dict(oom, rerun_alone=True)
+    x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **ok), dict(case="c1", **again),
+                                                         dict(case="c2", **ok)])]], "smoke", order, stopped=stop)
+    assert x.status == "fail" and x.reason == "1 case(s) failed"
+    x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **ok), dict(case="c1", **oom),
+                                                         dict(case="c2", **ok)])]], "smoke", order, stopped={})
+    assert x.status == "fail" and x.reason == "1 case(s) failed"  # not stopped: the rerun settled it (here: failed)
+
+
 def _gate_statuses(path):
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     return lines[0], {x["gate"]: x["status"] for x in lines if x["kind"] == "gate"}

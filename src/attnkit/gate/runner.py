@@ -232,7 +232,8 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
     case), its tries summed; a gate every shard skipped stays skipped, with the reason they gave. stopped (shard
     index -> what it was doing) names shards that did not finish: a gate with cases no shard reported is then
     "incomplete" (not "pass": its unrun cases, and a perturbation only they would have caught, are unknown), or
-    "fail" where a case that ran failed."""
+    "fail" where a case that ran failed on its answer. A case that ran out of GPU memory beside the other shards and
+    was not run again alone (a stopped run skips the rerun) counts as not run: "incomplete", not "fail"."""
     out = []
     for name in order:
         parts = [r for rs in shards for r in rs if r.gate == name]
@@ -260,11 +261,17 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
         res = _settle(res, tier)
         reported = {c["case"] for c in res.cases}
         missing = [cid for cid in order[name] if cid not in reported]
-        if stopped and missing:
-            gap = f"{len(missing)} case(s) not run: " + _stopped_text(stopped)
-            failed = any(c["status"] == "fail" for c in res.cases)
-            res.status = "fail" if failed else "incomplete"
-            res.reason = "; ".join(x for x in (res.reason if failed else "", gap) if x)
+        unsettled = [c for c in res.cases if out_of_memory(c) and not c.get("rerun_alone")] if stopped else []
+        if stopped and (missing or unsettled):
+            gaps = []
+            if missing:
+                gaps.append(f"{len(missing)} case(s) not run: " + _stopped_text(stopped))
+            if unsettled:
+                gaps.append(f"{len(unsettled)} case(s) ran out of GPU memory beside the other shards and were not "
+                            "run again alone (the run was stopped)")
+            wrong = [c for c in res.cases if c["status"] == "fail" and c not in unsettled]
+            res.status = "fail" if wrong else "incomplete"
+            res.reason = "; ".join([f"{len(wrong)} case(s) failed"] * bool(wrong) + gaps)
         out.append(res)
     return out
 
