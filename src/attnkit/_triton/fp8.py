@@ -9,6 +9,8 @@ everywhere.
 import triton
 import triton.language as tl
 
+from .rounding import is_nan  # noqa: F401 (the writers take both NaN helpers from here)
+
 
 @triton.jit
 def round_e4m3(x):
@@ -25,13 +27,6 @@ def round_e4m3(x):
     # keep x's sign (a negative value that rounds to zero is -0, as torch's cast gives)
     sign = bits & -2147483648
     return (r.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def is_nan(x):
-    """fp32 NaN test on the bits (a float compare x != x could be folded away). On a GPU a min / max returns the
-    other operand of a NaN, so a clamp alone turns a NaN into a finite bound: a writer keeps NaN by this test."""
-    return (x.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
 
 
 @triton.jit

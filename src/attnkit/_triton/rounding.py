@@ -12,12 +12,18 @@ import triton.language as tl
 
 
 @triton.jit
+def is_nan(x):
+    """fp32 NaN test on the bits (a float compare x != x could be folded away). On a GPU a min / max returns the
+    other operand of a NaN, so a clamp alone turns a NaN into a finite bound: an encoder keeps NaN by this test."""
+    return (x.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
+
+
+@triton.jit
 def to_bf16(x):
     """fp32 x -> bf16, round to nearest even, by bits (identical in the interpreter and on a GPU); NaN -> NaN."""
     bits = x.to(tl.int32, bitcast=True)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    is_nan = (bits & 0x7FFFFFFF) > 0x7F800000  # on the bits: a float compare could be folded away
-    top = tl.where(is_nan, (bits >> 16) | 0x40, rounded)
+    top = tl.where(is_nan(x), (bits >> 16) | 0x40, rounded)
     return top.to(tl.int16).to(tl.bfloat16, bitcast=True)
 
 
