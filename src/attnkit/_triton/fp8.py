@@ -9,8 +9,6 @@ everywhere.
 import triton
 import triton.language as tl
 
-from .rounding import is_nan  # noqa: F401 (the writers take both NaN helpers from here)
-
 
 @triton.jit
 def round_e4m3(x):

@@ -269,9 +269,9 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
             if unsettled:
                 gaps.append(f"{len(unsettled)} case(s) ran out of GPU memory beside the other shards and were not "
                             "run again alone (the run was stopped)")
-            wrong = [c for c in res.cases if c["status"] == "fail" and c not in unsettled]
+            wrong = sum(c["status"] == "fail" for c in res.cases) - len(unsettled)
             res.status = "fail" if wrong else "incomplete"
-            res.reason = "; ".join([f"{len(wrong)} case(s) failed"] * bool(wrong) + gaps)
+            res.reason = "; ".join(([f"{wrong} case(s) failed"] if wrong else []) + gaps)
         out.append(res)
     return out
 

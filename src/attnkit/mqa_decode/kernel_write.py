@@ -16,10 +16,10 @@ Oracle     attnkit.reference.mqa_decode.mqa_write_ref; tests/test_mqa_writer.py 
 import triton
 import triton.language as tl
 
-from .._triton.fp8 import e4m3_nan_code, is_nan, round_e4m3
+from .._triton.fp8 import e4m3_nan_code, round_e4m3
 from .._triton.pdl import pdl_entry, pdl_release, pdl_wait
 from .._triton.pow2 import frexp_exp, ldexp
-from .._triton.rounding import bf16_to_f32
+from .._triton.rounding import bf16_to_f32, is_nan
 from .._triton.timer import spin_ns
 
 

@@ -14,8 +14,9 @@ Oracle     attnkit.reference.relbias.write_kv_ref; tests/test_relbias_writer.py 
 import triton
 import triton.language as tl
 
-from .._triton.fp8 import e4m3_nan_code, is_nan, round_e4m3
+from .._triton.fp8 import e4m3_nan_code, round_e4m3
 from .._triton.pdl import pdl_entry
+from .._triton.rounding import is_nan
 
 
 @triton.jit
