@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnkit.mqa_decode import mqa_write_records
-from attnkit.reference.mqa_decode import RECORD_FORMATS, mqa_write_ref
+from attnkit.reference.mqa_decode import RECORD_FORMATS, mqa_write_ref, rope_rotate
 from attnkit.testing.inputs import rope_cos_sin
 
 
@@ -135,3 +135,35 @@ def test_writer_loads_first_skipped_row_reads_no_cos_sin(device, monkeypatch):
     monkeypatch.setenv("ATTNKIT_MQA_WRITER_LOADS_FIRST", "yes")
     with pytest.raises(ValueError, match="ATTNKIT_MQA_WRITER_LOADS_FIRST"):
         mqa_write_records(lat, pos, cs, slots, b, "fp8", validate=False)
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
+def test_writer_without_validation_keeps_nan_in_the_record(fmt, device):
+    """validate=False (the checks refuse a NaN latent): a NaN is stored so that the record decodes as NaN, never as
+    a finite value. fp8: the NaN code where the rotated latent is NaN, the block's other codes as without it; nvfp4
+    (e2m1 has no NaN): the 16-value block's scale is the NaN code. Byte for byte against the oracle's encoder, and
+    the decoded record NaN exactly there. Rows: a whole NaN row, NaNs of both signs beside finite values (one where
+    the block's largest value would be), a NaN in the RoPE dims (its rotation pair becomes NaN too), a whole block."""
+    n = 5
+    lat = _latents(n, 7)
+    lat[0] = float("nan")
+    lat[1, 5] = float("nan")
+    lat[1, 40] = -float("nan")
+    lat[2, 17] = 1e30
+    lat[2, 18] = float("nan")
+    lat[3, 500] = -float("nan")
+    lat[4, 64:96] = float("nan")
+    pos = torch.tensor([3, 0, 9, 77, 1000])
+    cs = rope_cos_sin(4096)
+    size, _, decode = RECORD_FORMATS[fmt]
+    cache = torch.zeros(1, 16, size, dtype=torch.uint8, device=device)
+    mqa_write_records(lat.to(device), pos.to(device), cs.to(device), torch.arange(n, device=device), cache, fmt,
+                      validate=False)
+    got = cache[0, :n].cpu()
+    ref = mqa_write_ref(lat, pos, cs, fmt)
+    assert torch.equal(got, ref), (got != ref).nonzero()[:8].tolist()
+    rotated_nan = torch.isnan(rope_rotate(lat, pos, cs))
+    if fmt == "nvfp4":
+        rotated_nan = rotated_nan.view(n, 32, 16).any(-1, keepdim=True).expand(n, 32, 16).reshape(n, 512)
+    decoded = decode(got)
+    assert (~rotated_nan[1:4]).any(-1).all() and torch.equal(torch.isnan(decoded), rotated_nan)

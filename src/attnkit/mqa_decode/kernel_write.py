@@ -9,6 +9,9 @@ Numerics   RoPE in fp32 with every product and sum rounded separately (the launc
            of two keeping amax within 448, found from the bits (no log2), values scaled exactly and
            rounded to nearest even on the e4m3 grid; nvfp4: the smallest e4m3 scale s with 6 s >= amax,
            values quantized by exact comparisons with the e2m1 decision points times s (ties to even).
+           A NaN value (only with validate=False; the checks refuse it): fp8, the e4m3 NaN code with its sign, left
+           out of its block's amax; nvfp4, code 0 and its 16-value block's scale the e4m3 NaN code 0x7F, so the record
+           decodes as NaN where the latent was (fp8) or across its block (nvfp4), never as a finite value.
 Dispatch   attnkit.mqa_decode.interface.mqa_write_records, one program per latent row.
 Oracle     attnkit.reference.mqa_decode.mqa_write_ref; tests/test_mqa_writer.py (byte-exact).
 """
@@ -105,6 +108,13 @@ def _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, slot, NVFP4:
     if NVFP4:
         a2 = tl.reshape(ra, (32, 8))
         b2 = tl.reshape(rb, (32, 8))
+        # a NaN value: its code is 0 and its block's scale the e4m3 NaN code, so the block decodes as NaN (e2m1 has
+        # no NaN); the block's other codes are those without it
+        na = is_nan(a2)
+        nb = is_nan(b2)
+        a2 = tl.where(na, 0.0, a2)
+        b2 = tl.where(nb, 0.0, b2)
+        block_nan = tl.max((na | nb).to(tl.int32), 1) > 0  # [32]
         amax = tl.maximum(tl.max(tl.abs(a2), 1), tl.max(tl.abs(b2), 1))  # [32] blocks of 16 dims
         r = tl.minimum(amax / 6.0, 448.0)
         sc = round_e4m3(r)
@@ -117,7 +127,8 @@ def _write_row(LAT, POS, COS_SIN, CACHE, stride_lat, stride_rec, i, slot, NVFP4:
         cb = tl.where(sc_ok[:, None], _e2m1_code(b2, ssafe[:, None]), 0)
         byte = tl.reshape(ca | (cb << 4), (256,))
         tl.store(rec + p, byte.to(tl.uint8), mask=st)
-        tl.store(rec + 256 + tl.arange(0, 32), sc.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=st)
+        sbyte = tl.where(block_nan, 0x7F, sc.to(tl.float8e4nv).to(tl.uint8, bitcast=True))
+        tl.store(rec + 256 + tl.arange(0, 32), sbyte.to(tl.uint8), mask=st)
     else:
         qa, qb, e = quant_fp8_pairs(ra, rb)
         tl.store(rec + 2 * p, qa, mask=st)

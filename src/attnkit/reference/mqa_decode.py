@@ -19,6 +19,9 @@ Encoders (the writer's rounding rule, which the kernels' writer must reproduce b
   (e clamped to [-127, 127]; a zero block gets e = -127), values rounded to nearest even e4m3.
 - nvfp4: per 16-dim block, the scale is the smallest e4m3 value >= amax / 6 (448 at most; a zero
   block gets scale 0), values x / scale rounded to nearest even e2m1, saturating at +-6.
+- A NaN value (the writer's checks refuse one; with validate=False it is stored as NaN): fp8, the e4m3 NaN code
+  with its sign, left out of its block's amax; nvfp4, code 0 and its block's scale the e4m3 NaN code 0x7F (e2m1
+  has no NaN), so the block decodes as NaN.
 """
 
 from __future__ import annotations
@@ -146,8 +149,11 @@ def _smallest_e4m3_at_least(v: torch.Tensor) -> torch.Tensor:
 
 
 def encode_nvfp4_record(x: torch.Tensor) -> torch.Tensor:
-    """[..., 512] float -> [..., 288] uint8 (the writer's rounding rule, see module doc)."""
+    """[..., 512] float -> [..., 288] uint8 (the writer's rounding rule, see module doc; a NaN value is code 0
+    and its block's scale the e4m3 NaN code 0x7F, so the whole block decodes as NaN: e2m1 has no NaN)."""
     xb = x.to(F64).reshape(*x.shape[:-1], MQA_DIM // NVFP4_BLOCK, NVFP4_BLOCK)
+    nan = torch.isnan(xb)
+    xb = torch.where(nan, 0.0, xb)
     amax = xb.abs().amax(-1)
     scode = _smallest_e4m3_at_least(amax / E2M1_MAX)
     sval = decode_e4m3(scode)
@@ -155,7 +161,7 @@ def encode_nvfp4_record(x: torch.Tensor) -> torch.Tensor:
                     torch.zeros_like(xb))
     codes = encode_e2m1(q).reshape(*x.shape[:-1], MQA_DIM // 2, 2).long()
     packed = (codes[..., 0] | (codes[..., 1] << 4)).to(torch.uint8)
-    return torch.cat([packed, scode], dim=-1)
+    return torch.cat([packed, torch.where(nan.any(-1), 0x7F, scode).to(torch.uint8)], dim=-1)
 
 
 RECORD_FORMATS = {
