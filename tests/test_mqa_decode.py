@@ -1519,11 +1519,14 @@ _NAN_ROUTES = [("headpad", {}), ("swapab", {"gluon": False}), ("swapab", {}), ("
 @pytest.mark.parametrize("kernel, opts", _NAN_ROUTES, ids=[f"{k}-{o}" for k, o in _NAN_ROUTES])
 @pytest.mark.parametrize("case, where", [("mqa_decode-small-t2-h32-nvfp4", "window"),
                                          ("mqa_decode-small-t2-h32-nvfp4", "compressed"),
-                                         ("mqa_decode-step-h16-t16-fp8", "window")])
+                                         ("mqa_decode-step-h16-t16-fp8", "window"),
+                                         ("mqa_decode-step-h16-t16-fp8", "window scale")])
 def test_a_nan_record_value_makes_every_row_that_reads_it_nan(case, where, kernel, opts, device):
     """Records are not scanned by the value checks (they are bytes the writer wrote), so a NaN there reaches the
     kernels: the e4m3 pattern 0x7F in a window record's value byte, or in an nvfp4 compressed record's block scale
-    (what the writer stores for a NaN latent with validate=False). Every (token, head) whose lists hold that
+    (what the writer stores for a NaN latent with validate=False), or the UE8M0 NaN 0xFF as an fp8 record's block
+    scale (which the writer never stores; the kernels decode it as infinity, whose products with the block's codes
+    and q make the scores NaN). Every (token, head) whose lists hold that
     slot comes out NaN, output and LSE, as the fp64 oracle says, and every other keeps the bits of the call without
     it; the MXFP8 output of the same call is NaN codes on those rows and no other. Before, the merges took a NaN
     denominator for an empty row (0 and LSE -inf): a plausible answer."""
@@ -1535,10 +1538,12 @@ def test_a_nan_record_value_makes_every_row_that_reads_it_nan(case, where, kerne
         clean = mqa_headpad_call(inp, kernel=kernel, **opts)
     except ValueError as e:  # a Gluon route off sm_90, or an option this shape's plan refuses
         pytest.skip(f"not a route here: {e}")
-    cache_key, idx_key, byte = ("swa_cache", "swa_idx", 3) if where == "window" else ("comp_cache", "comp_idx", 259)
+    cache_key, idx_key, byte, nan = {"window": ("swa_cache", "swa_idx", 3, 0x7F),
+                                     "compressed": ("comp_cache", "comp_idx", 259, 0x7F),  # block 3's e4m3 scale
+                                     "window scale": ("swa_cache", "swa_idx", 513, 0xFF)}[where]  # block 1's UE8M0
     cache = inp[cache_key].clone()
     slot = int(inp[idx_key][0][inp[idx_key][0] >= 0][0])
-    cache.view(-1, cache.shape[2])[slot, byte] = 0x7F  # compressed: block 3's e4m3 scale (dims 48-63)
+    cache.view(-1, cache.shape[2])[slot, byte] = nan
     bad_inp = dict(inp, **{cache_key: cache})
     bad = mqa_headpad_call(bad_inp, kernel=kernel, **opts)
     got = nan_rows(*bad)
