@@ -1526,9 +1526,8 @@ def test_a_nan_record_value_makes_every_row_that_reads_it_nan(case, where, kerne
     kernels: the e4m3 pattern 0x7F in a window record's value byte, or in an nvfp4 compressed record's block scale
     (what the writer stores for a NaN latent with validate=False), or the UE8M0 NaN 0xFF as an fp8 record's block
     scale (which the writer never stores; the kernels decode it as infinity, whose products with the block's codes
-    and q make the scores NaN). Every (token, head) whose lists hold that
-    slot comes out NaN, output and LSE, as the fp64 oracle says, and every other keeps the bits of the call without
-    it; the MXFP8 output of the same call is NaN codes on those rows and no other. Before, the merges took a NaN
+    and q make the scores NaN). Every (token, head) whose lists hold that slot comes out NaN, output and LSE, as the
+    fp64 oracle says, and every other keeps the bits of the call without it; the MXFP8 output of the same call is NaN codes on those rows and no other. Before, the merges took a NaN
     denominator for an empty row (0 and LSE -inf): a plausible answer."""
     from attnkit._runtime import interpreting
     if interpreting():
