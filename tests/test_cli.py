@@ -142,14 +142,17 @@ def test_a_stopped_run_counts_its_out_of_memory_cases_as_not_run():
     """A stopped run does not rerun the cases that ran out of GPU memory beside the other shards, so they settle
     nothing: their gate is "incomplete", its reason naming them, not "fail" (no answer was wrong); a case that failed
     on its answer still fails the gate, and an out-of-memory case already run again alone stays a failure."""
-    from attnkit.gate.runner import GateResult, merge_shards
-    ok = dict(status="pass", ok=True, group="g")
+    from attnkit.gate.runner import GateResult, format_table, merge_shards
+    ok = dict(status="pass", ok=True, group="g", worst_ratio=0.5)
     oom = dict(status="fail", ok=False, group="g", reason="OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB")
     order = {"x": ["c0", "c1", "c2"]}
     stop = {3: "running y d0"}
     x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **ok), dict(case="c1", **oom),
                                                          dict(case="c2", **ok)])]], "smoke", order, stopped=stop)
     assert x.status == "incomplete" and "1 case(s) ran out of GPU memory" in x.reason and "failed" not in x.reason
+    row, = [ln for ln in format_table([x]).splitlines() if ln.startswith("x ") and " g " in ln]
+    assert "INCOMPLETE (1 not run, out of GPU memory" in row and "c1" in row and "FAIL" not in row, row
+    assert row.split()[3] == "0.50"  # the worst ratio of the cases that ran, not inf
     wrong = dict(status="fail", ok=False, group="g", reason="max error 3.0 > bound")
     x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **wrong), dict(case="c1", **oom)])]],
                       "smoke", order, stopped=stop)
@@ -162,6 +165,8 @@ def test_a_stopped_run_counts_its_out_of_memory_cases_as_not_run():
     x, = merge_shards([[GateResult("x", "fail", cases=[dict(case="c0", **ok), dict(case="c1", **oom),
                                                          dict(case="c2", **ok)])]], "smoke", order, stopped={})
     assert x.status == "fail" and x.reason == "1 case(s) failed"  # not stopped: the rerun settled it (here: failed)
+    row, = [ln for ln in format_table([x]).splitlines() if ln.startswith("x ") and " g " in ln]
+    assert "FAIL" in row and "not run" not in row and row.split()[3] == "inf", row
 
 
 def _gate_statuses(path):

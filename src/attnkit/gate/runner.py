@@ -262,6 +262,8 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
         reported = {c["case"] for c in res.cases}
         missing = [cid for cid in order[name] if cid not in reported]
         unsettled = [c for c in res.cases if out_of_memory(c) and not c.get("rerun_alone")] if stopped else []
+        for c in unsettled:  # the table and the file say so case by case (format_table: not a wrong answer)
+            c["not_run"] = NOT_RUN_OOM
         if stopped and (missing or unsettled):
             gaps = []
             if missing:
@@ -274,6 +276,9 @@ def merge_shards(shards: list[list[GateResult]], tier: str, order: dict,
             res.reason = "; ".join(([f"{wrong} case(s) failed"] if wrong else []) + gaps)
         out.append(res)
     return out
+
+
+NOT_RUN_OOM = "out of GPU memory beside the other shards; not run again alone (the run was stopped)"
 
 
 def _stopped_text(stopped: dict) -> str:
@@ -329,11 +334,15 @@ def format_table(results: list[GateResult]) -> str:
         for c in r.cases:
             by_group.setdefault(c["group"], []).append(c)
         for g, cs in by_group.items():
-            bad = [c for c in cs if c["status"] == "fail"]
+            not_run = [c for c in cs if c.get("not_run")]  # merge_shards: out of memory in a stopped run
+            bad = [c for c in cs if c["status"] == "fail" and not c.get("not_run")]
             unsup = [c for c in cs if c["status"] == "unsupported"]
-            ran = [c for c in cs if c["status"] != "unsupported"]
+            ran = [c for c in cs if c["status"] != "unsupported" and not c.get("not_run")]
             worst = max((c.get("worst_ratio", float("inf")) for c in ran), default=0.0)
-            st = "FAIL" if bad else "pass"
+            st = "FAIL" if bad else "INCOMPLETE" if not_run else "pass"
+            if not_run:
+                st += f" ({len(not_run)} not run, {NOT_RUN_OOM}: " + ", ".join(
+                    c["case"].replace(g + "-", "") for c in not_run) + ")"
             if unsup:
                 st += f" ({len(unsup)} unsupported by the peer: " + ", ".join(c["case"].replace(g + "-", "") for c in unsup) + ")"
             rows.append((r.gate, g, str(len(cs)), f"{worst:.2f}" if ran else "-", st))
