@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 import torch
 
@@ -21,6 +22,33 @@ def check_device(name: str, t: torch.Tensor) -> None:
         return
     raise ValueError(f"{name} is on {t.device}; attnkit kernels run on CUDA devices "
                      f"(or on the CPU with TRITON_INTERPRET=1 set before attnkit is imported)")
+
+
+def on_device_of(arg: str):
+    """Decorator of a public op: the op runs with the CUDA device of its argument `arg` (a tensor, or a device)
+    current, so its kernels compile for that device and launch there, on its current stream, whichever device the
+    caller has current (one process driving several GPUs; tests/test_devices.py). A no-op where that device is
+    already current or is not a CUDA device."""
+    def deco(fn):
+        pos = list(inspect.signature(fn).parameters).index(arg)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            t = args[pos] if pos < len(args) else kwargs.get(arg)
+            if isinstance(t, torch.Tensor):
+                index = t.get_device()  # -1 off CUDA
+            elif isinstance(t, (torch.device, str)):
+                d = torch.device(t)
+                index = -1 if d.type != "cuda" or d.index is None else d.index
+            else:
+                index = -1  # not a tensor or a device: the op's own checks say so
+            if index >= 0 and index != torch.cuda.current_device():
+                with torch.cuda.device(index):
+                    return fn(*args, **kwargs)
+            return fn(*args, **kwargs)
+        wrapper.device_arg = arg
+        return wrapper
+    return deco
 
 
 def require(cond: bool, name: str, msg: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from ._runtime import check_device, forward_only, pdl_launch, require
+from ._runtime import check_device, forward_only, on_device_of, pdl_launch, require
 from .options import IntOption, Switch
 
 MERGE_BLOCK_D = IntOption("merge_block_d", "ATTNKIT_MERGE_BLOCK_D", None, 16, 256,
@@ -71,11 +71,13 @@ def _validate(m, l, acc, out_dtype):
     require(m.shape[0] >= 1, "m", "needs at least one split")
     require(acc.stride(-1) == 1, "acc", "last dimension must be contiguous")
     require(m.stride() == l.stride(), "l", "must have m's strides")
-    require(l.device == m.device and acc.device == m.device, "acc", "m, l and acc must be on one device")
+    require(l.device == m.device, "l", f"must be on m's device {m.device}, got {l.device}")
+    require(acc.device == m.device, "acc", f"must be on m's device {m.device}, got {acc.device}")
     require(out_dtype in (torch.float32, torch.bfloat16, torch.float16), "out_dtype",
             f"must be float32, bfloat16 or float16, got {out_dtype}")
 
 
+@on_device_of("m")
 def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, pdl: bool = False,
                         _lose_split: bool = False, _block_s: int | None = None) -> None:
     """Merge un-normalized split-K partials into caller buffers (CUDA-graph safe: no allocation).
@@ -89,6 +91,9 @@ def merge_partials_into(m, l, acc, out, lse, *, row_exp=None, block_d=None, pdl:
     if row_exp is not None:
         require(row_exp.dtype == torch.int32 and row_exp.shape == m.shape[1:] and row_exp.is_contiguous(), "row_exp",
                 f"must be a contiguous int32 [{m.shape[1]}]")
+    for n, t in (("out", out), ("lse", lse), ("row_exp", row_exp)):
+        if t is not None:
+            require(t.device == m.device, n, f"must be on m's device {m.device}, got {t.device}")
     S, R, D = acc.shape
     require(out.shape == (R, D) and out.stride(-1) == 1, "out", f"must be [{R}, {D}] with a contiguous last dim")
     require(lse.shape == (R,) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
@@ -125,6 +130,7 @@ def merge_ints(launch, m, acc, out) -> tuple:
     return (*launch.extra, m.stride(0), m.stride(1), acc.stride(0), acc.stride(1), out.stride(0))
 
 
+@on_device_of("m")
 def merge_partials(m, l, acc, out_dtype=torch.float32, *, _lose_split: bool = False):
     """Returns (out [R, D] in out_dtype, lse [R] fp32). See attnkit.contract for the partials."""
     _validate(m, l, acc, out_dtype)

@@ -14,7 +14,8 @@ import torch
 
 from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
-from .._runtime import check_device, forward_only, index_span, pdl_launch, require, resolve_pdl, to_host
+from .._runtime import (check_device, forward_only, index_span, on_device_of, pdl_launch, require, resolve_pdl,
+                        to_host)
 from ..splitk import pdl_rule
 from ..contract import FP8_RECORD_BYTES, MQA_DIM, MQA_ROPE_DIM, NVFP4_RECORD_BYTES
 
@@ -36,6 +37,7 @@ def _rows_finite(cos_sin, positions):
     return torch.isfinite(cos_sin[positions.clamp(0, cos_sin.shape[0] - 1)]).all()
 
 
+@on_device_of("latent")
 def mqa_write_records(latent, positions, cos_sin, slots, cache, fmt: str, *, validate: bool = True, pdl=None,
                       loads_first=None, release_early=None, _perturb=None, _diag_delay_ns=0) -> None:
     """Quantize bf16 latents [n, 512] (RoPE dims rotated at their positions) into records at slot ids
@@ -216,6 +218,7 @@ def _allow_non_portable_cluster(compiled) -> None:
 PERTURBATIONS = {None: 0, "slot-tile-lost": 1, "scale-block-off-by-one": 2, "sink-dropped": 0, "rope-not-undone": 0}
 
 
+@on_device_of("q")
 def mqa_decode_attention(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                          softmax_scale, comp_format="fp8", *, num_splits=None, kernel=None, out_dc=None,
                          validate=True, out=None, lse=None, workspace=None, out_fp8=None, out_scale=None,
@@ -596,6 +599,7 @@ def _configure(q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, 
                    ints, merge, mxfp8)
 
 
+@on_device_of("q")
 def mqa_decode_step(latent, slots, q, swa_cache, comp_cache, swa_idx, comp_idx, positions, cos_sin, sink, num_heads,
                     softmax_scale, comp_format="fp8", *, new_positions=None, validate=True, pdl=None, **options):
     """One decode step: the step's new latents [n, 512] bf16 written as fp8 records into ``swa_cache`` at slot ids
@@ -661,6 +665,7 @@ def mqa_decode_workspace(max_tokens: int, num_heads: int, device, *, window: int
     return torch.zeros(need + max_tokens, dtype=torch.float32, device=dev)
 
 
+@on_device_of("device")
 def mqa_decode_warmup(num_heads: int, h_pad: int, comp_format: str, device, *, window: int = 128, topk: int = 512,
                       max_tokens: int = 16, kernel=None, page_size: int = 64, swapab_per_format=None,
                       gluon=None, gluon_e2m1_bits=None, gluon_half=None, pdl=None, pdl_early_inputs=None,

@@ -15,8 +15,8 @@ import triton
 from .. import _runtime, splitk
 from ..splitk import PDL as PDL_OPT
 from .._callcache import CallCache, Launch
-from .._runtime import (_cuda_capability, check_device, forward_only, interpreting, pdl_launch, require, resolve_pdl,
-                        to_host)
+from .._runtime import (_cuda_capability, check_device, forward_only, interpreting, on_device_of, pdl_launch, require,
+                        resolve_pdl, to_host)
 from ..contract import BIAS_BEYOND_MODES
 from .config import (BLOCK_M_OPT, BLOCK_N_OPT, BLOCK_SIZES, CTAS_OPT, FAST_INTERIOR, HEAVY_FIRST, MAX_EXTENT,
                      SPLIT_LOOPS, STAGES_OPT, SUPPORTED_HEAD_DIMS, WARPS_OPT, DECODE_MAX_Q, DECODE_MAX_ROWS,
@@ -68,7 +68,8 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
                 "block_table", "must be an int32 tensor [B, max_blocks]")
         require(isinstance(seqused_k, torch.Tensor) and seqused_k.dtype == torch.int32 and seqused_k.dim() == 1
                 and seqused_k.is_contiguous(), "seqused_k", "must be a contiguous int32 tensor [B]")
-        require(block_table.device == dev and seqused_k.device == dev, "block_table", f"must be on {dev}")
+        require(block_table.device == dev, "block_table", f"must be on q's device {dev}, got {block_table.device}")
+        require(seqused_k.device == dev, "seqused_k", f"must be on q's device {dev}, got {seqused_k.device}")
         require(block_table.stride(-1) == 1, "block_table", "last dimension must be contiguous")
     else:
         require(k is not None and v is not None and cu_seqlens_k is not None, "k",
@@ -83,7 +84,8 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_table
     require(vv.shape == kk.shape, vname, f"must have {kname}'s shape {tuple(kk.shape)}, got {tuple(vv.shape)}")
     require(vv.stride() == kk.stride(), vname, f"must have {kname}'s strides")
     require(kk.stride(-1) == 1, kname, "last dimension must be contiguous")
-    require(kk.device == dev and vv.device == dev, kname, f"must be on q's device {dev}")
+    require(kk.device == dev, kname, f"must be on q's device {dev}, got {kk.device}")
+    require(vv.device == dev, vname, f"must be on q's device {dev}, got {vv.device}")
     require(kk.dtype == torch.float8_e4m3fn or kk.dtype == q.dtype, kname,
             f"a bf16/fp16 cache must have q's dtype {q.dtype}, got {kk.dtype}")
     Hkv = kk.shape[-2]
@@ -177,6 +179,7 @@ def _check_block_ids(bt, lo, hi, num_blocks):
         require(False, "block_table", f"row {b} holds a block id outside [0, {num_blocks})")
 
 
+@on_device_of("q")
 def relbias_attention(q, k=None, v=None, *, cu_seqlens_q, cu_seqlens_k=None, k_cache=None, v_cache=None,
                       block_table=None, seqused_k=None, table, window=None, beyond="zero", softmax_scale=None,
                       k_scale=None, v_scale=None, max_seqlen_q=None, max_seqlen_k=None, num_splits=None,
@@ -668,6 +671,7 @@ def _decode_plan(c, q, kk, vv, block_table, extent, max_seqlen_q, max_seqlen_k):
     return run
 
 
+@on_device_of("k_new")
 def relbias_write_kv(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table, seqused_k, *, k_scale=None,
                      v_scale=None, validate=True, pdl=None, _off_by_one=False):
     """Append new tokens' k, v [total_new, Hkv, D] into a paged cache at positions seqused_k[b] + i
@@ -722,6 +726,7 @@ def _configure_write(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
         check_device(n, t)
         require(t.stride(-1) == 1, n, "last dimension must be contiguous")
     require(v_new.shape == k_new.shape and v_new.stride() == k_new.stride(), "v_new", "must match k_new")
+    require(v_new.device == k_new.device, "v_new", f"must be on k_new's device {k_new.device}, got {v_new.device}")
     require(isinstance(k_cache, torch.Tensor) and k_cache.dim() == 4, "k_cache", "must be [num_blocks, block_size, Hkv, D]")
     require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride() and v_cache.dtype == k_cache.dtype,
             "v_cache", "must match k_cache")
@@ -738,6 +743,7 @@ def _configure_write(k_new, v_new, cu_seqlens_new, k_cache, v_cache, block_table
                     and s.device == k_new.device and s.is_contiguous(), n,
                     f"an fp8 cache needs a contiguous float32 [{Hkv}] scale on {k_new.device}")
     require(k_cache.device == k_new.device, "k_cache", f"must be on k_new's device {k_new.device}")
+    require(v_cache.device == k_new.device, "v_cache", f"must be on k_new's device {k_new.device}")
     _check_cu("cu_seqlens_new", cu_seqlens_new, k_new.device)
     B = cu_seqlens_new.numel() - 1
     require(isinstance(block_table, torch.Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2

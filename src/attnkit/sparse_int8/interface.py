@@ -11,8 +11,8 @@ import torch
 
 from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
-from .._runtime import (check_device, forward_only, gluon_runs, index_span, interpreting, pdl_launch, require,
-                        resolve_pdl, to_host)
+from .._runtime import (check_device, forward_only, gluon_runs, index_span, interpreting, on_device_of, pdl_launch,
+                        require, resolve_pdl, to_host)
 from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, GLUON_V_REGS, IDS_EARLY, MAX_GROUP, PIPELINE,
                      PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT, SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE,
                      WARPS_OPT, plan)
@@ -55,6 +55,7 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
         require(math.isfinite(float(scale)) and float(scale) >= 0, "scale", "must be finite and non-negative")
 
 
+@on_device_of("q")
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
                           gluon=None, gluon_overlap=None, gluon_v_regs=None, ids_early=None, validate=None, pdl=None,
