@@ -13,12 +13,14 @@ import torch
 
 from attnkit import env as envmod
 from attnkit._runtime import on_device_of
+from attnkit.bench.harness import require_cuda
 
 N = 200000
 ROUNDS = 6
 
 
 def main(out_path):
+    require_cuda()
     x = torch.zeros(4, device="cuda")
 
     def plain(x):
