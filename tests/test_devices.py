@@ -192,3 +192,58 @@ def test_a_tensor_on_another_device_than_the_rest_is_a_value_error_naming_it(whi
         assert str(e.value).split(":")[0] in inp, (k, str(e.value))  # it names one of the call's arguments
     torch.cuda.synchronize(0)
     torch.cuda.synchronize(1)
+
+
+def _elsewhere(device):
+    """A device that is not `device` and holds no data a kernel could read: meta beside the CPU, the CPU beside a
+    GPU."""
+    return "meta" if device == "cpu" else "cpu"
+
+
+def test_a_caller_buffer_on_another_device_is_a_value_error_naming_it(device):
+    """out, lse (and mqa_decode's workspace and MXFP8 buffers, the merge's out and lse) on another device than q:
+    a ValueError naming the buffer, before any launch (a kernel would write through a pointer of another device)."""
+    from attnkit.mqa_decode import mqa_decode_attention, mqa_decode_workspace
+    from attnkit.relbias import relbias_attention
+    from attnkit.sparse_int8 import sparse_int8_attention
+    from attnkit.splitk import merge_partials_into
+    from attnkit.testing import shapes
+    other = _elsewhere(device)
+
+    def away(t):
+        return torch.empty_like(t, device=other)
+
+    si = make_inputs(shapes.get("sparse_int8-decode-r3-g6-n509-perhead"), device, 4)
+    si_args = [si[n] for n in ("q", "k_cache", "v_cache", "key_scale", "value_scale", "indices")]
+    o, lse = sparse_int8_attention(*si_args, scale=si["scale"])
+    rb = make_inputs(shapes.get("relbias-prefill-s1"), device, 2)
+    rb_kw = dict(cu_seqlens_q=rb["cu_seqlens_q"], cu_seqlens_k=rb["cu_seqlens_k"], table=rb["table"],
+                 window=rb["window"], beyond=rb["beyond"], softmax_scale=rb["softmax_scale"])
+    ro, rl = relbias_attention(rb["q"], rb["k"], rb["v"], **rb_kw)
+    mq = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), device, 6)
+    mq_args = [mq[n] for n in ("q", "swa_cache", "comp_cache", "swa_idx", "comp_idx", "positions", "cos_sin", "sink",
+                               "num_heads", "softmax_scale", "comp_format")]
+    mo, ml = mqa_decode_attention(*mq_args)
+    T, H_pad = mq["q"].shape[:2]
+    ws = mqa_decode_workspace(T, mq["num_heads"], device)
+    fp8 = torch.empty((T, H_pad, 512), dtype=torch.float8_e4m3fn, device=device)
+    sc = torch.empty((T, H_pad, 16), dtype=torch.uint8, device=device)
+    m, l_, acc = torch.zeros(2, 3, device=device), torch.ones(2, 3, device=device), torch.zeros(2, 3, 64, device=device)
+    mo2, ml2 = torch.empty(3, 64, device=device), torch.empty(3, device=device)
+    cases = [
+        ("out", lambda: sparse_int8_attention(*si_args, scale=si["scale"], out=away(o))),
+        ("lse", lambda: sparse_int8_attention(*si_args, scale=si["scale"], out=torch.empty_like(o), lse=away(lse))),
+        ("out", lambda: relbias_attention(rb["q"], rb["k"], rb["v"], **rb_kw, out=away(ro))),
+        ("lse", lambda: relbias_attention(rb["q"], rb["k"], rb["v"], **rb_kw, lse=away(rl))),
+        ("out", lambda: mqa_decode_attention(*mq_args, out=away(mo))),
+        ("lse", lambda: mqa_decode_attention(*mq_args, lse=away(ml))),
+        ("workspace", lambda: mqa_decode_attention(*mq_args, workspace=away(ws))),
+        ("out_fp8", lambda: mqa_decode_attention(*mq_args, out_fp8=away(fp8), out_scale=sc)),
+        ("out_scale", lambda: mqa_decode_attention(*mq_args, out_fp8=fp8, out_scale=away(sc))),
+        ("out", lambda: merge_partials_into(m, l_, acc, away(mo2), ml2)),
+        ("lse", lambda: merge_partials_into(m, l_, acc, mo2, away(ml2))),
+    ]
+    for name, call in cases:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value).startswith(f"{name}:"), (name, str(e.value))

@@ -439,11 +439,12 @@ def _configure(q, k, v, cu_seqlens_q, cu_seqlens_k, k_cache, v_cache, block_tabl
         use_gluon = gluon_fwd_rule(gluon_runs(q.device), gluon_fwd_takes(paged, fp8, D) and kv[0].dtype == q.dtype,
                                    all(_gluon_layout_ok(t, D) for t in kv), triton_options)
     if out is not None:
-        require(out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1, "out",
-                f"must be {tuple(q.shape)} {q.dtype} with a contiguous last dim")
+        require(out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1 and out.device == q.device,
+                "out", f"must be {tuple(q.shape)} {q.dtype} with a contiguous last dim, on {q.device}")
     if lse is not None:
-        require(lse.shape == (total_q, Hq) and lse.dtype == torch.float32 and lse.stride(-1) == 1, "lse",
-                f"must be float32 [{total_q}, {Hq}] with a contiguous last dim")
+        require(lse.shape == (total_q, Hq) and lse.dtype == torch.float32 and lse.stride(-1) == 1
+                and lse.device == q.device, "lse",
+                f"must be float32 [{total_q}, {Hq}] with a contiguous last dim, on {q.device}")
     empty = total_q == 0 or B == 0
     if num_splits is not None and not empty:
         require(isinstance(num_splits, int) and num_splits >= 1, "num_splits", "must be an int >= 1")

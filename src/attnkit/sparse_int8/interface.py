@@ -174,8 +174,8 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
         require(out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous() and out.device == q.device,
                 "out", f"must be a contiguous {tuple(q.shape)} bf16 tensor on {q.device}")
     if lse is not None:
-        require(lse.shape == (T, Hq) and lse.dtype == torch.float32 and lse.is_contiguous(), "lse",
-                f"must be a contiguous float32 [{T}, {Hq}]")
+        require(lse.shape == (T, Hq) and lse.dtype == torch.float32 and lse.is_contiguous() and lse.device == q.device,
+                "lse", f"must be a contiguous float32 [{T}, {Hq}] tensor on {q.device}")
     none = _Config(val, C, (T, Hq), None, (), None, (), (), ())
     if T == 0:
         return none
