@@ -56,7 +56,8 @@ def test_test_shards_partition_a_file():
 
 
 # benchmarks/experiments' scripts by what they need: a GPU (each says so and exits where there is none) or not
-GPU_ONLY_EXPERIMENTS = {"device_guard_cost", "flex_score_mod_variants", "host_overhead", "launch_floor", "mqa_cluster_occupancy",
+GPU_ONLY_EXPERIMENTS = {"device_guard_cost", "flex_score_mod_variants", "host_overhead", "launch_floor",
+                        "mqa_cluster_occupancy",
                         "mqa_step_parts", "mqa_t1_lists", "relbias_past_rows",
                         "sparse_int8_decode_parts", "sparse_int8_gather_floor",
                         "sync_cost"}
