@@ -91,7 +91,7 @@ def _cos_sin(max_pos):
 def mqa_decode(gen):
     T, H, H_pad, W, K, page = (4, 16, 64, 128, 512, 64) if GPU else (2, 16, 64, 16, 48, 64)
     history = W + 8  # tokens already in the window cache
-    cos_sin = _cos_sin(4096).to(DEV)
+    cos_sin = _cos_sin(16 * K).to(DEV)  # covers the compressed records' positions (up to 16 K) and the step's
     swa_cache = torch.zeros(-(-(history + T) // page), page, 528, dtype=torch.uint8, device=DEV)  # fp8 records
     comp_cache = torch.zeros(-(-4 * K // page), page, 288, dtype=torch.uint8, device=DEV)  # nvfp4 records
     old = torch.randn(history, 512, generator=gen).to(torch.bfloat16).to(DEV)
