@@ -131,7 +131,7 @@ def test_an_op_runs_on_its_tensors_device_with_the_first_devices_bits(gate, case
 
 
 def _public_calls():
-    """which -> (call(inputs) -> result, inputs on cuda:0, the input keys the call reads) for each public op."""
+    """which -> (call(inputs) -> result, inputs on cuda:0, every tensor one the call reads) for each public op."""
     from attnkit.gate.specs import relbias_kernel_call
     from attnkit.mqa_decode import mqa_decode_attention, mqa_write_records
     from attnkit.relbias import relbias_write_kv
@@ -149,7 +149,7 @@ def _public_calls():
                                     i["comp_format"])
 
     def wr(i):
-        return mqa_write_records(i["latent"], i["positions"], i["cos_sin"], i["slots"], i["swa_cache"], "fp8")
+        return mqa_write_records(i["latent"], i["positions"], i["cos_sin"], i["slots"], i["cache"], "fp8")
 
     def mg(i):
         return merge_partials(i["m"], i["l"], i["acc"])
@@ -161,16 +161,16 @@ def _public_calls():
     mqa = make_inputs(shapes.get("mqa_decode-small-t2-h32-nvfp4"), "cuda:0", 6)
     w = dict(latent=mqa["q"][:, 0].contiguous(), positions=mqa["positions"], cos_sin=mqa["cos_sin"],
              slots=torch.arange(mqa["positions"].shape[0], dtype=torch.int64, device="cuda:0"),
-             swa_cache=mqa["swa_cache"].clone())
+             cache=mqa["swa_cache"].clone())  # the writer names it cache
     g = torch.Generator().manual_seed(3)
     part = dict(m=torch.randn(4, 3, generator=g).cuda(0), l=torch.rand(4, 3, generator=g).cuda(0) + 0.5,
                 acc=torch.randn(4, 3, 64, generator=g).cuda(0))
-    return {"sparse_int8": (si, make_inputs(shapes.get("sparse_int8-decode-r3-g6-n509-perhead"), "cuda:0", 4), None),
-            "mqa_decode": (mq, mqa, None),
-            "mqa_writer": (wr, w, None),
-            "relbias": (relbias_kernel_call, make_inputs(shapes.get("relbias-prefill-s1"), "cuda:0", 2), None),
-            "relbias_writer": (rw, _relbias_writer_inputs("cuda:0", fp8=True), None),
-            "merge": (mg, part, None)}
+    return {"sparse_int8": (si, make_inputs(shapes.get("sparse_int8-decode-r3-g6-n509-perhead"), "cuda:0", 4)),
+            "mqa_decode": (mq, mqa),
+            "mqa_writer": (wr, w),
+            "relbias": (relbias_kernel_call, make_inputs(shapes.get("relbias-prefill-s1"), "cuda:0", 2)),
+            "relbias_writer": (rw, _relbias_writer_inputs("cuda:0", fp8=True)),
+            "merge": (mg, part)}
 
 
 @two_gpus[0]
@@ -181,7 +181,7 @@ def test_a_tensor_on_another_device_than_the_rest_is_a_value_error_naming_it(whi
     argument and a device, never a launch over pointers of two devices. Every tensor of these inputs is one the call
     reads."""
     torch.cuda.set_device(0)
-    call, inp, _ = _public_calls()[which]
+    call, inp = _public_calls()[which]
     call(inp)  # the inputs as drawn are accepted
     torch.cuda.synchronize(0)
     for k, v in inp.items():
