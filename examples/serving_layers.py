@@ -7,7 +7,7 @@
                capture, then the step's custom op captured in a CUDA graph.
   relbias      new tokens appended to a paged fp8 cache by the writer, then paged decode with the bias table.
 
-On a GPU the shapes are the models' and each family also replays a CUDA graph after its inputs change in place (the
+On a GPU the shapes are model-sized and each family also replays a CUDA graph after its inputs change in place (the
 graph's result must equal the eager call's bits); on a CPU (no GPU here) Triton's interpreter runs small shapes,
 eagerly. Prints one line per family (relative RMS error against the oracle) and exits non-zero if any is off.
 
