@@ -54,6 +54,7 @@ def test_the_device_guard_switches_only_to_another_cuda_device(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "device", Recorder)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
 
     @on_device_of("x")
     def op(a, x, *, y=None):
@@ -64,6 +65,45 @@ def test_the_device_guard_switches_only_to_another_cuda_device(monkeypatch):
     for same in ("cuda:0", "cuda", torch.zeros(2), "cpu", None, 5):
         op(0, same)
     assert entered == [1, 3]
+
+
+def test_the_device_guard_refuses_to_launch_outside_the_callers_graph_capture(monkeypatch):
+    """While the caller's current device captures a CUDA graph, switching to another device whose current stream
+    does not capture would launch the op there at once, outside the graph: a ValueError naming the argument. Where
+    the other device captures too, the launch goes into its capture, and where no switch is needed, the caller's."""
+    from attnkit._runtime import on_device_of
+    state = {"current": 0, "capturing": set()}
+
+    class Device:
+        def __init__(self, i):
+            self.i = i
+
+        def __enter__(self):
+            self.prev, state["current"] = state["current"], self.i
+
+        def __exit__(self, *exc):
+            state["current"] = self.prev
+            return False
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: state["current"])
+    monkeypatch.setattr(torch.cuda, "device", Device)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: state["current"] in state["capturing"])
+    ran = []
+
+    @on_device_of("x")
+    def op(x):
+        ran.append(state["current"])
+
+    state["capturing"] = {0}
+    with pytest.raises(ValueError, match=r"^x: on cuda:1, but a CUDA graph is being captured on cuda:0"):
+        op("cuda:1")
+    assert ran == [] and state["current"] == 0
+    op("cuda:0")  # no switch: into the caller's capture
+    state["capturing"] = {0, 1}
+    op("cuda:1")  # the other device captures too
+    state["capturing"] = {1}
+    op("cuda:1")  # the caller does not capture
+    assert ran == [0, 1, 1] and state["current"] == 0
 
 
 def _to(x, device):
@@ -192,6 +232,35 @@ def test_a_tensor_on_another_device_than_the_rest_is_a_value_error_naming_it(whi
         assert str(e.value).split(":")[0] in inp, (k, str(e.value))  # it names one of the call's arguments
     torch.cuda.synchronize(0)
     torch.cuda.synchronize(1)
+
+
+@two_gpus[0]
+@two_gpus[1]
+def test_a_graph_captured_on_another_device_than_the_tensors_is_refused_and_one_on_theirs_replays():
+    """cuda:0 current and capturing, the tensors on cuda:1: a ValueError naming q (the launch would run on cuda:1
+    at once, outside the graph). The graph captured on a stream of cuda:1 replays the eager call's bits."""
+    from attnkit.sparse_int8 import sparse_int8_attention
+    torch.cuda.set_device(0)
+    _, inp = _public_calls()["sparse_int8"]
+    i = _to(inp, "cuda:1")
+
+    def call():
+        return sparse_int8_attention(i["q"], i["k_cache"], i["v_cache"], i["key_scale"], i["value_scale"],
+                                     i["indices"], scale=i["scale"], validate=False)
+
+    want = call()  # eager, and compiled before any capture
+    torch.cuda.synchronize(1)
+    with pytest.raises(ValueError, match=r"^q: on cuda:1, but a CUDA graph is being captured on cuda:0"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            call()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=torch.cuda.Stream(1)):
+        got = call()
+    assert torch.cuda.current_device() == 0
+    g.replay()
+    torch.cuda.synchronize(1)
+    for w, o in zip(want, got):  # out and lse
+        assert o.device == torch.device("cuda:1") and torch.equal(_bits(o), _bits(w))
 
 
 def _elsewhere(device):

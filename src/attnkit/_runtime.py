@@ -28,7 +28,8 @@ def on_device_of(arg: str):
     """Decorator of a public op: the op runs with the CUDA device of its argument `arg` (a tensor, or a device)
     current, so its kernels compile for that device and launch there, on its current stream, whichever device the
     caller has current (one process driving several GPUs; tests/test_devices.py). A no-op where that device is
-    already current or is not a CUDA device."""
+    already current or is not a CUDA device. Switching while the caller's device captures a CUDA graph is a ValueError
+    unless the argument's device captures too (the launch would run at once, outside the caller's graph)."""
     def deco(fn):
         pos = list(inspect.signature(fn).parameters).index(arg)
 
@@ -42,8 +43,15 @@ def on_device_of(arg: str):
                 index = -1 if d.type != "cuda" or d.index is None else d.index
             else:
                 index = -1  # not a tensor or a device: the op's own checks say so
-            if index >= 0 and index != torch.cuda.current_device():
+            if index >= 0 and index != (caller := torch.cuda.current_device()):
+                capturing = torch.cuda.is_current_stream_capturing()
                 with torch.cuda.device(index):
+                    if capturing and not torch.cuda.is_current_stream_capturing():
+                        raise ValueError(
+                            f"{arg}: on cuda:{index}, but a CUDA graph is being captured on cuda:{caller}'s current "
+                            f"stream, and cuda:{index}'s current stream is not capturing: the op would launch on "
+                            f"cuda:{index} outside the capture, not in the graph. Capture on a stream of cuda:{index} "
+                            f"(torch.cuda.graph(g, stream=...) makes that stream's device current)")
                     return fn(*args, **kwargs)
             return fn(*args, **kwargs)
         wrapper.device_arg = arg
