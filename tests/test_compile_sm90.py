@@ -306,20 +306,6 @@ def test_gluon_v_regs_reads_the_value_codes_into_registers_and_stores_no_value_t
             assert vr.get("LDS.64", 0) == 16 and plain.get("LDS.64", 0) == 0, (names[i], plain, vr)
 
 
-def test_gluon_copies_early_issues_the_next_tiles_copies_before_the_wait():
-    """gluon_copies_early (sparse_int8's Gluon kernel): in the query-digit loop every cp.async of the next tile comes
-    before the wait for this tile's, and that wait leaves one copy group in flight; without the option the loop waits
-    for every group first and copies after (the check fails)."""
-    names = ["sparse_int8_gluon D256 direct1 ids_early v_regs", "sparse_int8_gluon D256 direct1 ids_early v_regs "
-             "copies_early", "sparse_int8_gluon D256 direct0 ids_early v_regs",
-             "sparse_int8_gluon D256 direct0 ids_early v_regs copies_early"]
-    got = _compiled(f"[cc.digit_loop_copy_wait(x) for x in {names!r}]")
-    for i in range(0, len(names), 2):
-        plain, early = got[i], got[i + 1]
-        assert plain["groups_left"] == 0 and plain["copies_before_wait"] == 0, (names[i], plain)
-        assert early["groups_left"] == 1 and early["copies_before_wait"] == early["copies"] == 16, (names[i], early)
-
-
 def test_gluon_fallback_scores_both_query_halves_in_one_product():
     """sparse_int8's Gluon fallback (the split-bf16 query): the score is one product against both halves as 2 R = 32
     columns, so the loop's bf16 warpgroup MMAs are all 64x32x16 (the score's D / 16 and the value product's as many

@@ -321,61 +321,6 @@ def test_gluon_v_regs_refuses_gluon_overlap_where_the_gluon_kernel_runs(monkeypa
     assert configure().attn.kwargs["V_REGS"] is False  # the rule yields to the environment's overlap
 
 
-def test_gluon_copies_early_needs_gluon_v_regs_and_the_gluon_kernel(monkeypatch, device):
-    """gluon_copies_early: where the Gluon kernel would run (gluon_runs forced true), with gluon_v_regs off (by
-    keyword or environment) a ValueError naming it; with the Triton kernels, likewise; otherwise the launch's
-    COPIES_EARLY is the option (keyword over environment, off by default)."""
-    import inspect
-
-    from attnkit.sparse_int8 import interface
-    monkeypatch.setattr(interface, "gluon_runs", lambda device: True)
-    i = _inp(device, "sparse_int8-decode-r8-g12-n2112")
-    rest = list(inspect.signature(interface._configure).parameters)[6:]
-
-    def configure(**kw):
-        return interface._configure(*_args(i), **{**dict.fromkeys(rest), "scale": i["scale"], "gluon": True, **kw})
-    with pytest.raises(ValueError, match="^gluon_copies_early"):
-        configure(gluon_copies_early=True, gluon_v_regs=False)
-    with pytest.raises(ValueError, match="^gluon_copies_early"):
-        configure(gluon_copies_early=True, gluon=False)
-    assert configure().attn.kwargs["COPIES_EARLY"] is False
-    assert configure(gluon_copies_early=True).attn.kwargs["COPIES_EARLY"] is True
-    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_COPIES_EARLY", "1")
-    assert configure().attn.kwargs["COPIES_EARLY"] is True
-    assert configure(gluon_copies_early=False).attn.kwargs["COPIES_EARLY"] is False
-    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_V_REGS", "0")
-    with pytest.raises(ValueError, match="^gluon_copies_early"):
-        configure()
-    monkeypatch.setenv("ATTNKIT_SPARSE_INT8_GLUON_COPIES_EARLY", "yes")
-    with pytest.raises(ValueError, match="ATTNKIT_SPARSE_INT8_GLUON_COPIES_EARLY"):
-        configure()
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
-                                  "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",
-                                  "sparse_int8-model-prefill-r2048-q8x", "sparse_int8-decode-r8-g12-n2112"])
-@pytest.mark.parametrize("tps", [None, 1, 3])
-def test_gluon_copies_early_gives_the_same_bits(case, tps):
-    """The Gluon kernel with gluon_copies_early (the next tile's copies before the wait for this tile's): the same
-    bits as without, repeatably (the query-digit programs; the split-bf16 programs, forced by a zero budget, run their
-    loop unchanged), and a perturbed call differs (the comparison can fail)."""
-    from attnkit._runtime import gluon_runs
-    if not gluon_runs(torch.device("cuda")):
-        pytest.skip("the Gluon kernel needs an sm_90 GPU (not a pass)")
-    i = _inp("cuda", case)
-    for budget in (None, 0.0):
-        kw = dict(scale=i["scale"], tiles_per_split=tps, gluon=True, _qk_int8_budget=budget)
-        a = sparse_int8_attention(*_args(i), gluon_copies_early=False, **kw)
-        b = sparse_int8_attention(*_args(i), gluon_copies_early=True, **kw)
-        c = sparse_int8_attention(*_args(i), gluon_copies_early=True, **kw)
-        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), (case, budget)
-        assert torch.equal(b[0], c[0]) and torch.equal(b[1], c[1]), (case, budget)
-        if i["indices"].shape[-1]:
-            d = sparse_int8_attention(*_args(i), gluon_copies_early=True, _perturb="candidate-skipped", **kw)
-            assert not torch.equal(a[0], d[0]), (case, budget)
-
-
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", ["sparse_int8-decode-r3-g6-n509-perhead", "sparse_int8-decode-r16-g16-n8192-strided",
                                   "sparse_int8-prefill-r128-g12-n2048", "sparse_int8-edge-n0",

@@ -387,13 +387,6 @@ SWEEPS["sparse_int8-gluon-v-regs"] = Sweep(
      ("fallback", dict(gluon=True, gluon_v_regs=False, _qk_int8_budget=0.0)),
      ("v-regs-fallback", dict(gluon=True, gluon_v_regs=True, _qk_int8_budget=0.0))))
 
-SWEEPS["sparse_int8-gluon-copies-early"] = Sweep(
-    "sparse_int8", "the Gluon kernel's next tile's copies issued before the wait for the current tile's "
-    "(gluon_copies_early: two tiles' copies in flight per program) against the rule's loop, decode 1 / 2 / 4 / 8 rows "
-    "and prefill 128 / 2048 rows, forced Gluon both",
-    _SP_DEC_CASES + _SP_CASES[2:],
-    (("rule", dict(gluon=True)), ("copies-early", dict(gluon=True, gluon_copies_early=True))))
-
 SWEEPS["sparse_int8-gluon-fallback"] = Sweep(
     "sparse_int8", "the cost of the Gluon kernel's one fallback (the split-bf16 query, taken by a program whose query "
     "digits miss the budget): forced on every program by a zero budget, against the rule and the Triton kernels",

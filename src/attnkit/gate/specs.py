@@ -420,11 +420,6 @@ _sparse_gluon_gate(
     "kernel: the Gluon kernel with gluon_v_regs (the value product's operand in registers, converted there from "
     "the raw codes), direct or split-K + merge as planned, on every shape", gluon_v_regs=True)
 _sparse_gluon_gate(
-    "sparse_int8/gluon_copies_early",
-    "kernel: the Gluon kernel with gluon_copies_early (each next tile's copies issued before the wait for the "
-    "current tile's, two tiles' copies in flight), direct or split-K + merge as planned, on every shape",
-    gluon_copies_early=True)
-_sparse_gluon_gate(
     "sparse_int8/gluon_fallback",
     "kernel: the Gluon kernel with every program on its one fallback, the split-bf16 query (a zero budget: what a "
     "program whose query digits miss the budget runs), direct or split-K + merge as planned, on every shape",

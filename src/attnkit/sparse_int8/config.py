@@ -146,15 +146,6 @@ GLUON_V_REGS = Switch("gluon_v_regs", "ATTNKIT_SPARSE_INT8_GLUON_V_REGS", None,
                       "codes and converted there, instead of from a bf16 tile in shared memory; the same bits; "
                       "default: on where the Gluon kernel runs, off with gluon_overlap (sweep "
                       "sparse_int8-gluon-v-regs: prefill 17-18 % faster, decode 0-6 %)")
-# The Gluon kernel's next tile's copies issued before the wait for the current tile's (gluon_copies_early, with
-# gluon_v_regs): the loop issued tile i + 1's copies only once tile i's rows had landed, so one tile's copies flew
-# per program and none during the wait; issued first (into the buffers tile i - 1 left), two tiles' copies fly
-# during the wait, with no more shared memory. The query-digit programs only (the split-bf16 query's bf16 key tile
-# spans both key buffers). The same bits (GPU test).
-GLUON_COPIES_EARLY = Switch("gluon_copies_early", "ATTNKIT_SPARSE_INT8_GLUON_COPIES_EARLY", False,
-                            "the Gluon kernel issues the next tile's copies before waiting for the current tile's, so "
-                            "two tiles' copies fly during the wait (with gluon_v_regs; the query-digit programs; the "
-                            "same bits); default off")
 VALIDATE = Switch("validate", "ATTNKIT_SPARSE_INT8_VALIDATE", True,
                   "the value checks: every index in [-1, C), q and the scales finite (one wait for the GPU; turn off "
                   "for CUDA-graph capture)")

@@ -13,7 +13,7 @@ from .. import _runtime, splitk
 from .._callcache import CallCache, Launch
 from .._runtime import (check_device, forward_only, gluon_runs, index_span, interpreting, on_device_of, pdl_launch,
                         require, resolve_pdl, to_host)
-from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_COPIES_EARLY, GLUON_OVERLAP, GLUON_V_REGS, IDS_EARLY, MAX_GROUP, PIPELINE,
+from .config import (BLOCK_N_OPT, CTAS_OPT, GLUON, GLUON_OVERLAP, GLUON_V_REGS, IDS_EARLY, MAX_GROUP, PIPELINE,
                      PREFETCH, PV_SPLIT, QK_INT8, STAGES_OPT, SUPPORTED_HEAD_DIMS, SWAP_AB, TILES_PER_SPLIT, VALIDATE,
                      WARPS_OPT, plan)
 from . import config as _config
@@ -58,8 +58,8 @@ def _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale):
 @on_device_of("q")
 def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, *, scale=None, tiles_per_split=None,
                           pv_split=None, prefetch=None, pipeline=None, swap_ab=None, qk_int8=None, block_n=None, num_warps=None, num_stages=None, ctas_per_sm=None, merge_block_d=None,
-                          gluon=None, gluon_overlap=None, gluon_v_regs=None, gluon_copies_early=None, ids_early=None,
-                          validate=None, pdl=None, out=None, lse=None, _perturb=None, _qk_int8_budget=None):
+                          gluon=None, gluon_overlap=None, gluon_v_regs=None, ids_early=None, validate=None, pdl=None,
+                          out=None, lse=None, _perturb=None, _qk_int8_budget=None):
     """Top-k sparse attention over an INT8 cache. Returns (out [T, Hq, D] bf16, lse [T, Hq] fp32).
 
     Options (keyword argument, else environment variable ``ATTNKIT_SPARSE_INT8_...``, else default):
@@ -82,10 +82,6 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     registers, converted there from the raw codes, instead of from a bf16 tile in shared memory; the same bits;
     default: on where the Gluon kernel runs, unless gluon_overlap is on; True where the Triton kernels run, or with
     gluon_overlap, is refused),
-    ``gluon_copies_early`` (``ATTNKIT_SPARSE_INT8_GLUON_COPIES_EARLY``: the Gluon kernel issues the next tile's
-    copies before waiting for the current tile's, so two tiles' copies fly during the wait; with gluon_v_regs, the
-    query-digit programs; the same bits; default off; True where the Triton kernels run or without gluon_v_regs is
-    refused),
     ``ids_early`` (``ATTNKIT_SPARSE_INT8_IDS_EARLY``: the first two tiles' ids loaded before the query, in the plain
     loop and the Gluon kernel; the same bits; default on, where the loop takes it: not the Triton swap-AB or
     pipelined loop, where an explicit True is refused),
@@ -96,14 +92,14 @@ def sparse_int8_attention(q, k_cache, v_cache, key_scale, value_scale, indices, 
     forward_only(q=q, key_scale=key_scale, value_scale=value_scale)
     key = _CALLS.key((q, k_cache, v_cache, key_scale, value_scale, indices, out, lse), (scale, tiles_per_split,
                       pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
-                      merge_block_d, gluon, gluon_overlap, gluon_v_regs, gluon_copies_early, ids_early, validate, pdl,
-                      _perturb, _qk_int8_budget))
+                      merge_block_d, gluon, gluon_overlap, gluon_v_regs, ids_early, validate, pdl, _perturb,
+                      _qk_int8_budget))
     cfg = _CALLS.get(key)
     if cfg is None:
         cfg = _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split,
                          pv_split, prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm,
-                         merge_block_d, gluon, gluon_overlap, gluon_v_regs, gluon_copies_early, ids_early, validate, pdl,
-                         _perturb, _qk_int8_budget)
+                         merge_block_d, gluon, gluon_overlap, gluon_v_regs, ids_early, validate, pdl, _perturb,
+                         _qk_int8_budget)
         _CALLS.put(key, cfg)
     if cfg.validate:  # one wait for the GPU: the index range and q's finiteness on the device, the scales copied
         span, fin, ks, vs = to_host(index_span(indices), torch.isfinite(q).all(), key_scale, value_scale)
@@ -147,8 +143,7 @@ class _Config(NamedTuple):
 
 def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, scale, tiles_per_split, pv_split,
                prefetch, pipeline, swap_ab, qk_int8, block_n, num_warps, num_stages, ctas_per_sm, merge_block_d,
-               gluon, gluon_overlap, gluon_v_regs, gluon_copies_early, ids_early, validate, pdl, _perturb,
-               _qk_int8_budget) -> _Config:
+               gluon, gluon_overlap, gluon_v_regs, ids_early, validate, pdl, _perturb, _qk_int8_budget) -> _Config:
     """Every check and decision of a call that its arguments' layouts fix (see sparse_int8_attention)."""
     tps = TILES_PER_SPLIT.resolve(tiles_per_split)
     pv = PV_SPLIT.resolve(pv_split)
@@ -169,7 +164,6 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
     v_regs = GLUON_V_REGS.resolve(gluon_v_regs)
     if v_regs is None:  # the rule: on, unless gluon_overlap needs the bf16 value tile
         v_regs = not overlap
-    copies_early = GLUON_COPIES_EARLY.resolve(gluon_copies_early)
     val = bool(VALIDATE.resolve(validate))
     _validate(q, k_cache, v_cache, key_scale, value_scale, indices, scale)
     use_pdl = resolve_pdl(pdl, q.device)
@@ -208,10 +202,6 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
     require(not (gluon_v_regs and not p.gluon), "gluon_v_regs", "is the Gluon kernel's; the Triton kernels run here")
     require(not (p.gluon and v_regs and overlap), "gluon_v_regs", "leaves no value conversion for gluon_overlap to "
             "overlap; it cannot be combined with gluon_overlap=True")
-    require(not (copies_early and not p.gluon), "gluon_copies_early", "is the Gluon kernel's; the Triton kernels run "
-            "here")
-    require(not (p.gluon and copies_early and not v_regs), "gluon_copies_early", "needs the two value buffers of "
-            "gluon_v_regs; it cannot be combined with gluon_v_regs=False")
     R = T * Hq
     m_shape, acc_shape = (p.num_splits, R), (p.num_splits, R, D)
     # the partials as allocated per call (contiguous): m / l [S, R], acc [S, R, D]
@@ -226,7 +216,7 @@ def _configure(q, k_cache, v_cache, key_scale, value_scale, indices, out, lse, s
         attn = Launch(sparse_int8_gluon_kernel, grid, dict(
             HQ=Hq, GROUP=Hq // Hkv, HEAD_DIM=D, BLOCK_R=p.block_r, BLOCK_N=p.block_n, DIRECT=p.direct,
             PERTURB=PERTURBATIONS[_perturb], **budget, PDL=use_pdl, IDS_EARLY=ids_e, OVERLAP=bool(overlap),
-            V_REGS=bool(v_regs), COPIES_EARLY=bool(copies_early), num_warps=p.num_warps, **pdl_launch(use_pdl)))
+            V_REGS=bool(v_regs), num_warps=p.num_warps, **pdl_launch(use_pdl)))
     else:
         from .kernel import sparse_int8_kernel
         attn = Launch(sparse_int8_kernel, grid, dict(

@@ -168,8 +168,7 @@ def _v_buf(v_raw, i, V_REGS: gl.constexpr):
 def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem, p_smem, m_i, l_i,
           acc, E_s, row_ok_s, vs_row, QK_INT8: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
           PERTURB: gl.constexpr, ld: gl.constexpr, s_l: gl.constexpr, si_l: gl.constexpr, o_l: gl.constexpr,
-          ids0=None, OVERLAP: gl.constexpr = False, V_REGS: gl.constexpr = False, VS_ROW=None,
-          COPIES_EARLY: gl.constexpr = False):
+          ids0=None, OVERLAP: gl.constexpr = False, V_REGS: gl.constexpr = False, VS_ROW=None):
     """The candidate tiles of positions c0 .. c1. Tile i's rows were copied one tile ahead (key rows into
     k_bufs[i % 2], value rows into v_raw), so tile i + 1's copies fly while tile i's products run; the ids are
     loaded two tiles ahead. Two products a tile, each shared tile read once: the four query digits as the 4 R columns
@@ -180,10 +179,7 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
     in flight across the loop's back-edge as well made ptxas serialize every warpgroup MMA of the loop, each
     followed by its own wait, in the sm_90 SASS: not kept.)
     V_REGS: v_raw holds two tiles' value rows (copied a tile ahead like the key rows), read at the value product
-    straight into the MMA's register operand (_value_operand): no bf16 value tile in shared memory.
-    COPIES_EARLY (with V_REGS, the query-digit programs only): tile i + 1's copies are issued before the wait for
-    tile i's, into the buffers tile i - 1 left (free since the barrier that ended its iteration), so two tiles' copies
-    fly during the wait instead of one. The same products on the same tiles: the same bits."""
+    straight into the MMA's register operand (_value_operand): no bf16 value tile in shared memory."""
     rows_l: gl.constexpr = gl.SliceLayout(1, ld)
     R: gl.constexpr = qd_smem.shape[0] // 4
     if ids0 is None:
@@ -200,14 +196,7 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
         valid = _tile_rows(IDX_ROW, j0, c1, C, BLOCK_N, gl.SliceLayout(1, s_l))[1]
         if PERTURB == 1:  # the deliberately wrong variant: the split's first candidate skipped
             valid = valid & (j0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_l)) != c0)
-        if COPIES_EARLY:
-            # the next tile's copies first (its ids were loaded a tile ago), then the wait for all but them
-            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), v_raw.index(1 - stage),
-                    HEAD_DIM, ld)
-            idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
-            async_copy.wait_group(1)  # this tile's rows have landed; the next tile's may still fly
-        else:
-            async_copy.wait_group(0)  # this tile's rows have landed
+        async_copy.wait_group(0)  # this tile's rows have landed
         if OVERLAP and QK_INT8:  # the copied key rows visible to the score product issued next (async proxy)
             fence_async_shared()
         gl.thread_barrier()
@@ -219,11 +208,10 @@ def _loop(KC, VC, kv_base, stride_kc, IDX_ROW, c0, c1, C, qd_smem, qb_smem, k_bu
                 _convert_tile(v_raw, v_smem, vs_row, PERTURB, ld)
                 fence_async_shared()
                 gl.thread_barrier()  # v_raw consumed, v_smem visible to the MMAs
-            if not COPIES_EARLY:
-                # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
-                _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage),
-                        _v_buf(v_raw, 1 - stage, V_REGS), HEAD_DIM, ld)
-                idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
+            # the next tile's copies (masked off past the end: nothing read) fly during this tile's products
+            _gather(KC, VC, kv_base, stride_kc, idx_n, ok_n, k_bufs.index(1 - stage), _v_buf(v_raw, 1 - stage, V_REGS),
+                    HEAD_DIM, ld)
+            idx_n, ok_n = _tile_rows(IDX_ROW, j0 + 2 * BLOCK_N, c1, C, BLOCK_N, rows_l)
             if OVERLAP:
                 s4 = warpgroup_mma_wait(0, deps=[s4_tok])
             else:
@@ -296,14 +284,13 @@ def sparse_int8_gluon_kernel(
     HQ: gl.constexpr, GROUP: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_R: gl.constexpr, BLOCK_N: gl.constexpr,
     DIRECT: gl.constexpr, PERTURB: gl.constexpr, QK_INT8_BUDGET: gl.constexpr = 0.0009765625,
     PDL: gl.constexpr = False, IDS_EARLY: gl.constexpr = False, OVERLAP: gl.constexpr = False,
-    V_REGS: gl.constexpr = False, COPIES_EARLY: gl.constexpr = False,
+    V_REGS: gl.constexpr = False,
 ):
     pdl_entry(PDL)
     NW: gl.constexpr = gl.num_warps()
     gl.static_assert(NW == 4, "one warpgroup")
     gl.static_assert(BLOCK_N == 64, "64 candidates per tile: one warpgroup MMA's M")
     gl.static_assert(BLOCK_R == 16, "the query heads of a KV head on N, padded to 16")
-    gl.static_assert(V_REGS or not COPIES_EARLY, "the next tile's copies early need two value buffers (V_REGS)")
     D: gl.constexpr = HEAD_DIM
     R: gl.constexpr = BLOCK_R
     # [BLOCK_N, D] int8 rows: 16 bytes a thread
@@ -390,7 +377,7 @@ def sparse_int8_gluon_kernel(
     if use_int:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, True, BLOCK_N, D, PERTURB, ld, s_l, si_l,
-                              o_l, ids0, OVERLAP, V_REGS, VS + g * D, COPIES_EARLY)
+                              o_l, ids0, OVERLAP, V_REGS, VS + g * D)
     else:
         m_i, l_i, acc = _loop(KC, VC, kv_base, stride_kc, idx_row, c0, c1, C, qd_smem, qb_smem, k_bufs, v_raw, v_smem,
                               p_smem, m_i, l_i, acc, E_s, row_ok_s, vs_row, False, BLOCK_N, D, PERTURB, ld, s_l, si_l,

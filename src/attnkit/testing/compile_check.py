@@ -174,13 +174,6 @@ def _variants():
         out.append((f"sparse_int8_gluon D{D} direct{int(direct)} ids_early v_regs", sparse_int8_gluon_kernel,
                     sparse_ptr("i8"), dict(HQ=24, GROUP=12, HEAD_DIM=D, BLOCK_R=16, BLOCK_N=64, DIRECT=direct,
                                            PERTURB=0, IDS_EARLY=True, V_REGS=True), dict(num_warps=4)))
-    # the option gluon_copies_early (the next tile's copies before the wait for this tile's), with gluon_v_regs and
-    # ids_early as the rule runs them, both paths at D = 256
-    for direct in (True, False):
-        out.append((f"sparse_int8_gluon D256 direct{int(direct)} ids_early v_regs copies_early",
-                    sparse_int8_gluon_kernel, sparse_ptr("i8"),
-                    dict(HQ=24, GROUP=12, HEAD_DIM=256, BLOCK_R=16, BLOCK_N=64, DIRECT=direct, PERTURB=0,
-                         IDS_EARLY=True, V_REGS=True, COPIES_EARLY=True), dict(num_warps=4)))
     from ..relbias.config import gluon_fwd_config
     from ..relbias.kernel_fwd_gluon import KV_LAYOUT, relbias_fwd_gluon_kernel
     for D, pipe, win, clamp, gather, early, psm, lazy, bacc in (
@@ -851,22 +844,6 @@ def digit_loop_shared_ops(name: str, arch: int = 90) -> dict:
                     key = "BAR" if o.startswith("BAR") else o
                     out[key] = out.get(key, 0) + 1
             return out
-    return {}
-
-
-def digit_loop_copy_wait(name: str, arch: int = 90) -> dict:
-    """Where the sparse_int8 Gluon kernel's query-digit loop waits for its copies: the index of its first cp.async
-    (LDGSTS), of its wait (DEPBAR.LE on the copies' scoreboard, not a warpgroup MMA's) with the number of copy groups
-    that wait leaves in flight, and how many cp.async come before the wait."""
-    k, _ = compile_named(name, arch)
-    for body in _loop_bodies(k.asm["cubin"]):
-        ops = [_OPCODE.match(b).group(1) for b in body]
-        if any(o.startswith("IGMMA") for o in ops):
-            wait = ops.index("DEPBAR.LE")
-            left = re.search(r"DEPBAR\.LE\s+SB0,\s*(0x[0-9a-f]+)", body[wait])
-            copies = [i for i, o in enumerate(ops) if o.startswith("LDGSTS")]
-            return dict(first_copy=copies[0], wait=wait, groups_left=int(left.group(1), 16) if left else None,
-                        copies_before_wait=sum(i < wait for i in copies), copies=len(copies))
     return {}
 
 
